@@ -1,0 +1,42 @@
+# Two commands: `make run` (the main job on the embedded default) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+RUN_STAMP := $(VENV)/.run-installed
+DEV_STAMP := $(VENV)/.dev-installed
+
+.PHONY: run test lint typecheck pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(RUN_STAMP)
+
+run: $(RUN_STAMP)
+	$(BIN)/python -m kvctl.demo
+
+test: $(DEV_STAMP) lint typecheck pytest
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(DEV_STAMP)
+	$(BIN)/mypy
+
+pytest: $(DEV_STAMP)
+	bash scripts/ensure-postgres.sh
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(DEV_STAMP)
+	$(BIN)/python bench/memory.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

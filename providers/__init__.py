@@ -1,0 +1,1 @@
+"""First-party providers; each sub-package depends only on :mod:`spi`."""

@@ -1,0 +1,87 @@
+"""``memory://``: the :mod:`spi.kv` engine over a ``SortedDict``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
+
+from sortedcontainers import SortedDict
+
+from spi.errors import UrlError
+from spi.kv import KvProvider, OrderedStore, StoreSession
+from spi.locking import ExclusiveLock
+
+DEFAULT_BUSY_TIMEOUT = 30.0
+
+
+class _MemorySession(StoreSession):
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._store.data.get(key)  # type: ignore[no-any-return]
+
+    def iterate(self, lo: bytes, hi: bytes | None, reverse: bool) -> Iterator[tuple[bytes, bytes]]:
+        data = self._store.data
+        for k in data.irange(lo, hi, inclusive=(True, False), reverse=reverse):
+            yield k, data[k]
+
+    def commit(self, range_deletes: list[tuple[bytes, bytes]], writes: list[tuple[bytes, bytes | None]]) -> None:
+        data = self._store.data
+        for lo, hi in range_deletes:
+            for k in list(data.irange(lo, hi, inclusive=(True, False))):
+                del data[k]
+        for k, v in writes:
+            if v is None:
+                data.pop(k, None)
+            else:
+                data[k] = v
+
+    def release(self) -> None:
+        self._store.lock.release()
+
+
+class MemoryStore(OrderedStore):
+    """A process-local sorted map with one exclusive session at a time."""
+
+    def __init__(self, busy_timeout: float) -> None:
+        self.data: SortedDict = SortedDict()
+        self.lock = ExclusiveLock("the memory:// store")
+        self._busy_timeout = busy_timeout
+
+    def session(self) -> StoreSession:
+        self.lock.acquire(self._busy_timeout)
+        return _MemorySession(self)
+
+
+class MemoryProvider(KvProvider):
+    """The in-memory provider; every ``connect("memory://")`` is a fresh store.
+
+    URL options: ``?busy_timeout=SECONDS`` (default 30) bounds how long a
+    transaction waits for another thread's transaction to finish.
+    """
+
+    capabilities = frozenset({"transactions", "secondary_indexes", "verify", "threads"})
+
+    @classmethod
+    def from_url(cls, url: str) -> MemoryProvider:
+        """Open ``memory://`` (no host or path allowed)."""
+        parts = urlsplit(url)
+        if parts.netloc or parts.path not in ("", "/"):
+            raise UrlError(f"memory URLs take no host or path: use memory://, not {url!r}")
+        try:
+            options = parse_qs(parts.query, strict_parsing=bool(parts.query), keep_blank_values=True)
+        except ValueError:
+            raise UrlError(f"malformed query in {url!r}") from None
+        unknown = set(options) - {"busy_timeout"}
+        if unknown:
+            raise UrlError(f"unknown memory:// option(s): {', '.join(sorted(unknown))} (known: busy_timeout)")
+        timeout = DEFAULT_BUSY_TIMEOUT
+        if "busy_timeout" in options:
+            try:
+                timeout = float(options["busy_timeout"][-1])
+            except ValueError:
+                raise UrlError(
+                    f"busy_timeout must be a number of seconds, got {options['busy_timeout'][-1]!r}"
+                ) from None
+        return cls(url, MemoryStore(timeout))

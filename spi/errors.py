@@ -1,0 +1,89 @@
+"""The error hierarchy every provider raises (``spi.errors``).
+
+Every error is a :class:`KvError`; front ends map the classes to exit codes. No
+provider lets a driver exception escape unwrapped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class KvError(Exception):
+    """Base class of every error the SPI raises.
+
+    ``column`` names the offending column when there is one. A failed bulk
+    ``load`` sets ``row_index`` (0-based position of the bad row in the input) and
+    ``rows_written`` (rows committed by the batches before the failing one).
+    """
+
+    def __init__(self, message: str, *, column: str | None = None) -> None:
+        super().__init__(message)
+        self.column = column
+        self.row_index: int | None = None
+        self.rows_written: int | None = None
+
+
+class SchemaError(KvError):
+    """A table spec is malformed (bad name, unknown type, undeclared key column...)."""
+
+
+class IncompatibleSchemaError(KvError):
+    """``create_or_update`` was asked for a change it cannot apply safely."""
+
+
+class TableNotFoundError(KvError):
+    """The named table does not exist."""
+
+
+class TableExistsError(KvError):
+    """``create`` was called for a table that already exists."""
+
+
+class InvalidFieldError(KvError):
+    """A value, column name, key or range does not fit the table's spec."""
+
+
+class RowNotFoundError(KvError):
+    """A conditional or partial write named a row that does not exist."""
+
+
+class RowExistsError(KvError):
+    """``insert`` (or an insert-mode load) found the key already present."""
+
+    def __init__(self, message: str, *, key: tuple[Any, ...] | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class VersionMismatchError(KvError):
+    """A conditional write expected another version than the stored one."""
+
+    def __init__(self, message: str, *, current_version: int) -> None:
+        super().__init__(message)
+        self.current_version = current_version
+
+
+class ConflictError(KvError):
+    """A transaction lost a serialization conflict; retrying it may succeed."""
+
+
+class LimitExceededError(KvError):
+    """A value is larger than the limits every provider enforces."""
+
+
+class WhereSyntaxError(KvError):
+    """A ``--where`` expression could not be parsed; ``position`` is 1-based."""
+
+    def __init__(self, message: str, *, position: int) -> None:
+        super().__init__(message)
+        self.position = position
+
+
+class UrlError(KvError):
+    """A provider URL is malformed or names an unknown scheme."""
+
+
+class ProviderUnavailableError(KvError):
+    """The store cannot be reached: server down, path locked past the busy timeout,
+    bad credentials."""

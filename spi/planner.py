@@ -1,0 +1,279 @@
+"""A small planner: range + where + order → what to read and what to filter after.
+
+Used by providers that read an ordered store (memory, RocksDB). It picks one access
+path: the primary key (a key range, narrowed by conditions on the first key column
+when no explicit range is given) or one secondary index (equality, IN, or a value
+range); every condition it does not serve exactly stays in the residual filter.
+
+Key-ordered scans use an index only for equality and IN (whose entries come in key
+order per value and merge in bounded memory); a range condition on an indexed
+column is used when the order does not matter (count, range deletes) or when the
+scan is ordered by that column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from spi.errors import InvalidFieldError
+from spi.filters import And, Compare, Expr, In, conjuncts
+from spi.keys import ResolvedRange
+from spi.spec import TableSpec
+from spi.types import sort_key
+
+_BOUND_OPS = ("<", "<=", ">", ">=")
+
+
+@dataclass(frozen=True)
+class ValueBounds:
+    """An interval of non-null column values; None means unbounded on that side."""
+
+    lo: Any = None
+    lo_inclusive: bool = True
+    hi: Any = None
+    hi_inclusive: bool = True
+
+    def describe(self, column: str) -> str:
+        """Human-readable form for ``explain``."""
+        parts = []
+        if self.lo is not None:
+            parts.append(f"{column} {'>=' if self.lo_inclusive else '>'} {self.lo!r}")
+        if self.hi is not None:
+            parts.append(f"{column} {'<=' if self.hi_inclusive else '<'} {self.hi!r}")
+        return " and ".join(parts) or f"{column} is not null"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How to run a scan.
+
+    ``index`` None means read the primary key within ``key_range``. Otherwise read
+    index ``index`` at ``index_points`` (sorted distinct values) or within
+    ``index_bounds``; rows must still fall in ``key_range``. ``order_by`` None is key
+    order. ``residual`` is evaluated on every row read. ``empty`` means no row can
+    match.
+    """
+
+    key_range: ResolvedRange
+    index: str | None = None
+    index_points: tuple[Any, ...] | None = None
+    index_bounds: ValueBounds | None = None
+    order_by: str | None = None
+    descending: bool = False
+    residual: Expr | None = None
+    empty: bool = False
+
+    def describe(self, spec: TableSpec) -> str:
+        """A one-paragraph account of the plan, for ``explain``."""
+        lines = []
+        if self.empty:
+            lines.append("no row can match (contradictory conditions): nothing is read")
+        elif self.index is None:
+            lines.append(f"read primary key of {spec.name!r} in {_range_text(spec, self.key_range)}")
+        else:
+            if self.index_points is not None:
+                what = f"{self.index} in ({', '.join(repr(v) for v in self.index_points)})"
+            else:
+                what = (self.index_bounds or ValueBounds()).describe(self.index)
+            lines.append(f"read index {self.index!r} of {spec.name!r} for {what}")
+            if self.key_range != ResolvedRange.everything():
+                lines.append(f"keep keys in {_range_text(spec, self.key_range)}")
+        order = "key" if self.order_by is None else f"{self.order_by}, then key"
+        lines.append(f"order: {order} {'descending' if self.descending else 'ascending'}")
+        lines.append(f"filter after reading: {self.residual if self.residual is not None else 'none'}")
+        return "\n".join(lines)
+
+
+def _range_text(spec: TableSpec, r: ResolvedRange) -> str:
+    if r.start is None and r.end is None:
+        return "the whole key range"
+    lo = "-inf" if r.start is None else repr(r.start)
+    hi = "+inf" if r.end is None else repr(r.end)
+    return f"{'[' if r.start_inclusive else '('}{lo}, {hi}{']' if r.end_inclusive else ')'}"
+
+
+def check_order_by(spec: TableSpec, order_by: str | None) -> str | None:
+    """Validate ``order_by``; the first key column is plain key order (None)."""
+    if order_by is None:
+        return None
+    spec.type_of(order_by)
+    if order_by == spec.primary_key[0]:
+        return None
+    if spec.is_key(order_by) or spec.is_indexed(order_by):
+        return order_by
+    raise InvalidFieldError(
+        f"cannot order {spec.name!r} by {order_by!r}: it is neither a key column nor indexed; "
+        f"add an index on it (create_or_update with indexes=[..., {order_by!r}])",
+        column=order_by,
+    )
+
+
+def plan_scan(
+    spec: TableSpec,
+    key_range: ResolvedRange,
+    where: Expr | None,
+    *,
+    order_by: str | None = None,
+    descending: bool = False,
+    ordered: bool = True,
+) -> Plan:
+    """Plan a scan; ``where`` must already be bound, ``order_by`` checked.
+
+    With ``ordered=False`` the caller does not need any order (count, deletes).
+    """
+    parts = conjuncts(where)
+    if order_by is not None and spec.is_indexed(order_by) and not spec.is_key(order_by):
+        return _index_plan(spec, key_range, parts, order_by, order_by, descending)
+    if order_by is not None:
+        # A key column other than the first: the provider merges per-prefix runs.
+        return Plan(key_range, order_by=order_by, descending=descending, residual=_and(parts))
+    first = spec.primary_key[0]
+    everything = key_range == ResolvedRange.everything()
+    first_points = _points(parts, first)
+    if everything and first_points is not None and len(first_points) == 1:
+        return _key_plan(spec, parts, first, ValueBounds(first_points[0], True, first_points[0], True), descending)
+    for column in spec.indexes:
+        if spec.is_key(column):
+            continue
+        if _points(parts, column) is not None:
+            return _index_plan(spec, key_range, parts, column, None, descending)
+    if everything:
+        bounds = _bounds(parts, first)
+        if bounds is not None:
+            return _key_plan(spec, parts, first, bounds, descending)
+    if not ordered:
+        for column in spec.indexes:
+            if not spec.is_key(column) and _bounds(parts, column) is not None:
+                return _index_plan(spec, key_range, parts, column, None, descending)
+    return Plan(key_range, descending=descending, residual=_and(parts))
+
+
+def _and(parts: list[Expr]) -> Expr | None:
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
+def _served(part: Expr, column: str) -> bool:
+    if isinstance(part, Compare):
+        return part.column == column and part.value is not None and (part.op == "==" or part.op in _BOUND_OPS)
+    if isinstance(part, In):
+        return part.column == column
+    return False
+
+
+def _points(parts: list[Expr], column: str) -> tuple[Any, ...] | None:
+    """Distinct sorted values ``column`` must equal, if some condition pins it."""
+    points: list[Any] | None = None
+    for p in parts:
+        if isinstance(p, Compare) and p.column == column and p.op == "==":
+            found = [] if p.value is None else [p.value]
+        elif isinstance(p, In) and p.column == column:
+            found = [v for v in p.values if v is not None]
+        else:
+            continue
+        if points is None:
+            points = found
+        else:
+            keys = {sort_key(v) for v in found}
+            points = [v for v in points if sort_key(v) in keys]
+    if points is None:
+        return None
+    unique = {sort_key(v): v for v in points}
+    bounds = _bounds(parts, column)
+    values = [v for _, v in sorted(unique.items())]
+    if bounds is not None:
+        values = [v for v in values if _within(v, bounds)]
+    return tuple(values)
+
+
+def _bounds(parts: list[Expr], column: str) -> ValueBounds | None:
+    """Intersect the range conditions on ``column``; None if there are none."""
+    b: ValueBounds | None = None
+    for p in parts:
+        if not (isinstance(p, Compare) and p.column == column and p.op in _BOUND_OPS):
+            continue
+        if p.value is None:
+            continue
+        current = b or ValueBounds()
+        if p.op in (">", ">="):
+            inclusive = p.op == ">="
+            if (
+                current.lo is None
+                or sort_key(p.value) > sort_key(current.lo)
+                or (sort_key(p.value) == sort_key(current.lo) and not inclusive)
+            ):
+                current = ValueBounds(p.value, inclusive, current.hi, current.hi_inclusive)
+        else:
+            inclusive = p.op == "<="
+            if (
+                current.hi is None
+                or sort_key(p.value) < sort_key(current.hi)
+                or (sort_key(p.value) == sort_key(current.hi) and not inclusive)
+            ):
+                current = ValueBounds(current.lo, current.lo_inclusive, p.value, inclusive)
+        b = current
+    return b
+
+
+def _within(value: Any, b: ValueBounds) -> bool:
+    k = sort_key(value)
+    if b.lo is not None and (k < sort_key(b.lo) or (k == sort_key(b.lo) and not b.lo_inclusive)):
+        return False
+    return not (b.hi is not None and (k > sort_key(b.hi) or (k == sort_key(b.hi) and not b.hi_inclusive)))
+
+
+def _bounds_empty(b: ValueBounds) -> bool:
+    if b.lo is None or b.hi is None:
+        return False
+    lo, hi = sort_key(b.lo), sort_key(b.hi)
+    return lo > hi or (lo == hi and not (b.lo_inclusive and b.hi_inclusive))
+
+
+def _key_plan(spec: TableSpec, parts: list[Expr], column: str, b: ValueBounds, descending: bool) -> Plan:
+    residual = _and([p for p in parts if not _served(p, column)])
+    if _bounds_empty(b):
+        return Plan(ResolvedRange.everything(), descending=descending, residual=residual, empty=True)
+    key_range = ResolvedRange(
+        None if b.lo is None else (b.lo,),
+        b.lo_inclusive,
+        None if b.hi is None else (b.hi,),
+        b.hi_inclusive,
+    )
+    return Plan(key_range, descending=descending, residual=residual)
+
+
+def _index_plan(
+    spec: TableSpec,
+    key_range: ResolvedRange,
+    parts: list[Expr],
+    column: str,
+    order_by: str | None,
+    descending: bool,
+) -> Plan:
+    points = _points(parts, column)
+    residual = _and([p for p in parts if not _served(p, column)])
+    if points is not None:
+        return Plan(
+            key_range,
+            column,
+            index_points=points,
+            order_by=order_by,
+            descending=descending,
+            residual=residual,
+            empty=not points,
+        )
+    bounds = _bounds(parts, column)
+    if bounds is None:
+        # Ordered by the column with no condition on it: read the whole index, nulls included.
+        return Plan(key_range, column, order_by=order_by, descending=descending, residual=_and(parts))
+    return Plan(
+        key_range,
+        column,
+        index_bounds=bounds,
+        order_by=order_by,
+        descending=descending,
+        residual=residual,
+        empty=_bounds_empty(bounds),
+    )

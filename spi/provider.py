@@ -1,0 +1,329 @@
+"""Providers, transactions and the auto-commit table handle.
+
+A provider subclasses :class:`ProviderBase` and implements ``_begin`` (a new
+:class:`TransactionBase`) and an :class:`Admin`. Retrying on conflicts, the
+auto-commit handle and context management are implemented here, once.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Protocol, Self, TypeVar
+
+from spi.errors import ConflictError, InvalidFieldError
+from spi.filters import Expr
+from spi.keys import KeyLike, Range
+from spi.row import Page, Row
+from spi.spec import TableSpec
+from spi.table import TableBase, merge_scans, run_load
+from spi.validate import check_limit
+
+T = TypeVar("T")
+
+AUTOCOMMIT_PAGE = 1000
+"""Rows an auto-commit scan reads per transaction."""
+
+
+class Admin(Protocol):
+    """Table management (``provider.admin``)."""
+
+    def create(self, spec: TableSpec) -> None:
+        """Create a table; :class:`TableExistsError` if it exists."""
+
+    def create_or_update(self, spec: TableSpec) -> None:
+        """Create, no-op for an equal spec, or apply a compatible change."""
+
+    def exists(self, name: str) -> bool:
+        """True if the table exists."""
+
+    def get_spec(self, name: str) -> TableSpec:
+        """The table's spec; :class:`TableNotFoundError` if missing."""
+
+    def list_tables(self) -> list[str]:
+        """Table names sorted by code point."""
+
+    def drop(self, name: str, *, missing_ok: bool = False) -> None:
+        """Drop a table and all its data."""
+
+    def verify(self, name: str) -> list[str]:
+        """Consistency problems found in a table (empty: none); needs capability "verify"."""
+
+
+class TransactionBase(ABC):
+    """A serializable transaction: commit on a clean exit, roll back on an exception."""
+
+    def __init__(self) -> None:
+        self._tables: dict[str, TableBase] = {}
+        self._done = False
+
+    @abstractmethod
+    def _open_table(self, name: str) -> TableBase:
+        """The table handle for ``name`` in this transaction (TableNotFoundError if missing)."""
+
+    @abstractmethod
+    def _commit(self) -> None:
+        """Make the transaction's writes durable and visible (ConflictError if it lost)."""
+
+    @abstractmethod
+    def _rollback(self) -> None:
+        """Discard the transaction's writes and release what it holds."""
+
+    def table(self, name: str) -> TableBase:
+        """The table ``name`` as seen by this transaction."""
+        if self._done:
+            raise InvalidFieldError("this transaction has ended; open a new one")
+        handle = self._tables.get(name)
+        if handle is None:
+            handle = self._tables[name] = self._open_table(name)
+        return handle
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._done = True
+        if exc_type is None:
+            self._commit()
+        else:
+            self._rollback()
+
+
+class ProviderBase(ABC):
+    """What every provider offers: admin, transactions, run, auto-commit tables."""
+
+    capabilities: frozenset[str] = frozenset()
+    autocommit_retries = 100
+    """Conflict retries of each auto-commit call (``run`` defaults to 10)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        """The URL with any password masked as ``***``."""
+
+    @property
+    @abstractmethod
+    def admin(self) -> Admin:
+        """Table management."""
+
+    @abstractmethod
+    def transaction(self) -> TransactionBase:
+        """A new serializable transaction (use it as a context manager)."""
+
+    def close(self) -> None:
+        """Release connections and files; the provider is unusable afterwards."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.url}>"
+
+    def run(self, fn: Callable[[TransactionBase], T], retries: int = 10) -> T:
+        """Run ``fn(tx)`` in a transaction, retrying on :class:`ConflictError`
+        with jittered exponential backoff; re-raises after ``retries`` retries."""
+        attempt = 0
+        while True:
+            try:
+                with self.transaction() as tx:
+                    return fn(tx)
+            except ConflictError:
+                if attempt >= retries:
+                    raise
+                time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))
+                attempt += 1
+
+    def table(self, name: str) -> AutoCommitTable:
+        """An auto-commit handle: each call is its own transaction."""
+        return AutoCommitTable(self, name)
+
+
+class AutoCommitTable:
+    """A table handle whose every call runs in its own transaction (retried on conflict).
+
+    Scans read page by page, each page its own short transaction, so a long scan
+    holds nothing between pages and the caller may write while iterating; each page
+    is consistent, the whole scan is not a snapshot (use a transaction for that).
+    """
+
+    def __init__(self, provider: ProviderBase, name: str) -> None:
+        self._provider = provider
+        self.name = name
+
+    def _call(self, op: Callable[[TableBase], T]) -> T:
+        return self._provider.run(lambda tx: op(tx.table(self.name)), retries=self._provider.autocommit_retries)
+
+    @property
+    def spec(self) -> TableSpec:
+        """The table's current spec."""
+        return self._call(lambda t: t.spec)
+
+    def upsert(self, row: Mapping[str, Any]) -> int:
+        """See :meth:`TableBase.upsert`."""
+        return self._call(lambda t: t.upsert(row))
+
+    def insert(self, row: Mapping[str, Any]) -> int:
+        """See :meth:`TableBase.insert`."""
+        return self._call(lambda t: t.insert(row))
+
+    def replace(self, row: Mapping[str, Any], *, version: int | None = None) -> int:
+        """See :meth:`TableBase.replace`."""
+        return self._call(lambda t: t.replace(row, version=version))
+
+    def update(
+        self,
+        key: KeyLike,
+        changes: Mapping[str, Any],
+        *,
+        default: Mapping[str, Any] | None = None,
+        version: int | None = None,
+    ) -> int:
+        """See :meth:`TableBase.update`."""
+        return self._call(lambda t: t.update(key, changes, default=default, version=version))
+
+    def delete(self, key: KeyLike, *, version: int | None = None) -> bool:
+        """See :meth:`TableBase.delete`."""
+        return self._call(lambda t: t.delete(key, version=version))
+
+    def increment(self, key: KeyLike, column: str, amount: int | float = 1) -> int | float:
+        """See :meth:`TableBase.increment`."""
+        return self._call(lambda t: t.increment(key, column, amount))
+
+    def compare_and_swap(self, key: KeyLike, column: str, expected: Any, new: Any) -> bool:
+        """See :meth:`TableBase.compare_and_swap`."""
+        return self._call(lambda t: t.compare_and_swap(key, column, expected, new))
+
+    def update_range(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        changes: Mapping[str, Any],
+    ) -> int:
+        """See :meth:`TableBase.update_range` (one transaction)."""
+        return self._call(lambda t: t.update_range(range, where=where, changes=changes))
+
+    def delete_range(self, range: Range | None = None, *, where: Expr | None = None) -> int:
+        """See :meth:`TableBase.delete_range` (one transaction)."""
+        return self._call(lambda t: t.delete_range(range, where=where))
+
+    def load(
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        *,
+        mode: str = "upsert",
+        batch_size: int = 10_000,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Bulk load; each batch commits in its own transaction."""
+        spec = self.spec
+        return run_load(
+            lambda batch, m: self._call(lambda t: t._load_validated(batch, m)),
+            spec,
+            rows,
+            mode=mode,
+            batch_size=batch_size,
+            progress=progress,
+        )
+
+    def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:
+        """See :meth:`TableBase.read`."""
+        return self._call(lambda t: t.read(key, columns=columns))
+
+    def read_many(self, keys: Iterable[KeyLike], *, columns: Iterable[str] | None = None) -> list[Row | None]:
+        """See :meth:`TableBase.read_many` (one transaction)."""
+        key_list = list(keys)
+        return self._call(lambda t: t.read_many(key_list, columns=columns))
+
+    def scan_page(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int,
+        after: str | None = None,
+        columns: Iterable[str] | None = None,
+    ) -> Page:
+        """See :meth:`TableBase.scan_page`."""
+        cols = None if columns is None else list(columns)
+        return self._call(
+            lambda t: t.scan_page(
+                range, where=where, order_by=order_by, descending=descending, limit=limit, after=after, columns=cols
+            )
+        )
+
+    def scan(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        columns: Iterable[str] | None = None,
+    ) -> Iterator[Row]:
+        """Stream rows page by page (the first page is read now, so errors raise here)."""
+        n = check_limit(limit)
+        cols = None if columns is None else list(columns)
+        size = AUTOCOMMIT_PAGE if n is None else min(n, AUTOCOMMIT_PAGE)
+        first = self.scan_page(range, where=where, order_by=order_by, descending=descending, limit=size, columns=cols)
+        if n == 0:
+            return iter(())
+
+        def rows() -> Iterator[Row]:
+            page, left = first, n
+            while True:
+                yield from page.rows
+                if left is not None:
+                    left -= len(page.rows)
+                if page.next_token is None or left == 0:
+                    return
+                page = self.scan_page(
+                    range,
+                    where=where,
+                    order_by=order_by,
+                    descending=descending,
+                    limit=AUTOCOMMIT_PAGE if left is None else min(left, AUTOCOMMIT_PAGE),
+                    after=page.next_token,
+                    columns=cols,
+                )
+
+        return rows()
+
+    def multi_scan(
+        self,
+        ranges: Sequence[Range],
+        *,
+        where: Expr | None = None,
+        limit: int | None = None,
+        columns: Iterable[str] | None = None,
+    ) -> Iterator[Row]:
+        """See :meth:`TableBase.multi_scan` (each range paged)."""
+        return merge_scans(self.spec, self.scan, ranges, where=where, limit=limit, columns=columns)
+
+    def count(self, range: Range | None = None, *, where: Expr | None = None) -> int:
+        """See :meth:`TableBase.count`."""
+        return self._call(lambda t: t.count(range, where=where))
+
+    def split(self, n: int) -> list[Range]:
+        """See :meth:`TableBase.split`."""
+        return self._call(lambda t: t.split(n))
+
+    def explain(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        order_by: str | None = None,
+    ) -> str:
+        """See :meth:`TableBase.explain`."""
+        return self._call(lambda t: t.explain(range, where=where, order_by=order_by))

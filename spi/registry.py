@@ -1,0 +1,105 @@
+"""Finding and opening providers by URL scheme (``spi.connect``).
+
+Providers register under the entry-point group ``kvctl.providers``: the entry
+point's name is a URL scheme and its value a provider class with a ``from_url``
+classmethod. A built-in map covers the first-party providers when the package's
+entry points are not installed. Only the chosen provider's module is imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from spi.errors import UrlError
+
+ENTRY_POINT_GROUP = "kvctl.providers"
+
+BUILTIN_PROVIDERS = {
+    "memory": "providers.memory:MemoryProvider",
+    "rocksdb": "providers.rocksdb:RocksDBProvider",
+    "postgresql+psycopg": "providers.postgres:PostgresProvider",
+}
+SCHEME_ALIASES = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg"}
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*\Z")
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    """An installed provider: its URL scheme and where its class lives."""
+
+    scheme: str
+    target: str
+    source: str
+
+
+def mask_password(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (safe to print)."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        userinfo = f"{parts.username or ''}:***"
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        port = f":{parts.port}" if parts.port is not None else ""
+        return urlunsplit((parts.scheme, f"{userinfo}@{host}{port}", parts.path, parts.query, parts.fragment))
+    except ValueError:
+        # Unparseable: hide everything between "//" and "@" to be safe.
+        return re.sub(r"//[^@/]*@", "//***@", url)
+
+
+def split_scheme(url: Any) -> tuple[str, str]:
+    """The normalised scheme of ``url`` and the URL rewritten with it."""
+    if not isinstance(url, str) or ":" not in url:
+        raise UrlError(
+            f"{mask_password(str(url))!r} is not a provider URL; expected scheme:..., "
+            f"e.g. memory://, rocksdb:///path or postgresql+psycopg://user@host/db"
+        )
+    scheme, rest = url.split(":", 1)
+    if not _SCHEME.match(scheme):
+        raise UrlError(f"{mask_password(url)!r} has a malformed scheme {scheme!r}")
+    scheme = scheme.lower()
+    canonical = SCHEME_ALIASES.get(scheme, scheme)
+    return canonical, f"{canonical}:{rest}"
+
+
+def installed_providers() -> list[ProviderInfo]:
+    """Every provider found: entry points first, then the built-in fallbacks."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, ProviderInfo] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ProviderInfo(ep.name, ep.value, "entry point"))
+    for scheme, target in BUILTIN_PROVIDERS.items():
+        found.setdefault(scheme, ProviderInfo(scheme, target, "built-in"))
+    return sorted(found.values(), key=lambda p: p.scheme)
+
+
+def load_provider_class(scheme: str) -> Any:
+    """Import the provider class registered for ``scheme`` (UrlError if none)."""
+    info = next((p for p in installed_providers() if p.scheme == scheme), None)
+    if info is None:
+        known = ", ".join(p.scheme for p in installed_providers())
+        raise UrlError(f"unknown provider scheme {scheme!r}; installed: {known}")
+    module_name, _, attr = info.target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UrlError(f"provider {scheme!r} is registered but cannot be imported: {exc}") from None
+    return getattr(module, attr)
+
+
+def connect(url: str) -> Any:
+    """Open the provider for ``url``.
+
+    Malformed URLs and unknown schemes raise :class:`UrlError` at once; an
+    unreachable server may surface on first use as ``ProviderUnavailableError``.
+    """
+    scheme, normalized = split_scheme(url)
+    cls = load_provider_class(scheme)
+    return cls.from_url(normalized)

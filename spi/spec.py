@@ -1,0 +1,275 @@
+"""Table specs: typed fields, a composite primary key and single-column indexes."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from spi.errors import IncompatibleSchemaError, InvalidFieldError, SchemaError
+from spi.types import FieldType
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+MAX_NAME_LENGTH = 63
+_WIDENINGS = {(FieldType.INT, FieldType.LONG), (FieldType.FLOAT, FieldType.DOUBLE)}
+
+
+def validate_name(name: Any, what: str) -> str:
+    """Check a table or column name against the contract's identifier rules."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise SchemaError(f"{what} name {name!r} is invalid: use letters, digits and _, not starting with a digit")
+    if len(name) > MAX_NAME_LENGTH:
+        raise SchemaError(f"{what} name {name!r} is longer than {MAX_NAME_LENGTH} characters")
+    if name.lower().startswith("kv_"):
+        raise SchemaError(f"{what} name {name!r} is reserved: names starting with 'kv_' belong to kvctl")
+    return name
+
+
+def parse_type(value: Any, column: str) -> FieldType:
+    """Turn a type name (or :class:`FieldType`) into a :class:`FieldType`."""
+    try:
+        return FieldType(value)
+    except ValueError:
+        names = ", ".join(t.value for t in FieldType)
+        raise SchemaError(f"column {column!r} has unknown type {value!r}; use one of {names}") from None
+
+
+@dataclass(frozen=True)
+class Field:
+    """One typed column of a table."""
+
+    name: str
+    type: FieldType
+
+    def __init__(self, name: str, type: FieldType | str) -> None:
+        object.__setattr__(self, "name", validate_name(name, "column"))
+        object.__setattr__(self, "type", parse_type(type, name))
+
+
+class TableSpec:
+    """A validated table definition; immutable, JSON round-trippable, comparable.
+
+    Two specs are equal when their name, field name→type mapping, key order and
+    index set are equal: field declaration order does not matter.
+    """
+
+    __slots__ = ("_by_name", "fields", "indexes", "name", "primary_key")
+
+    name: str
+    fields: tuple[Field, ...]
+    primary_key: tuple[str, ...]
+    indexes: tuple[str, ...]
+    _by_name: dict[str, Field]
+
+    def __init__(
+        self,
+        name: str,
+        fields: Iterable[Field | tuple[str, str] | Mapping[str, Any]],
+        primary_key: Sequence[str],
+        indexes: Iterable[str] = (),
+    ) -> None:
+        validate_name(name, "table")
+        parsed = tuple(_as_field(f) for f in fields)
+        if not parsed:
+            raise SchemaError(f"table {name!r} needs at least one field")
+        by_name: dict[str, Field] = {}
+        for f in parsed:
+            if f.name in by_name:
+                raise SchemaError(f"table {name!r} declares column {f.name!r} twice")
+            by_name[f.name] = f
+        if isinstance(primary_key, str):
+            raise SchemaError("primary_key must be a list of column names, not a string")
+        key = tuple(primary_key)
+        if not key:
+            raise SchemaError(f"table {name!r} needs at least one primary key column")
+        for k in key:
+            if k not in by_name:
+                raise SchemaError(f"primary key column {k!r} is not a declared field of {name!r}")
+        if len(set(key)) != len(key):
+            raise SchemaError(f"primary key of {name!r} names a column twice")
+        if isinstance(indexes, str):
+            raise SchemaError("indexes must be a list of column names, not a string")
+        idx = tuple(sorted(set(indexes)))
+        for i in idx:
+            if i not in by_name:
+                raise SchemaError(f"index column {i!r} is not a declared field of {name!r}")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "fields", parsed)
+        object.__setattr__(self, "primary_key", key)
+        object.__setattr__(self, "indexes", idx)
+        object.__setattr__(self, "_by_name", by_name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("TableSpec is immutable")
+
+    # -- lookups -------------------------------------------------------------
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Column names in declaration order."""
+        return tuple(f.name for f in self.fields)
+
+    def has_column(self, name: str) -> bool:
+        """True if ``name`` is a declared column."""
+        return name in self._by_name
+
+    def type_of(self, column: str) -> FieldType:
+        """The type of a column; :class:`InvalidFieldError` for an unknown one."""
+        try:
+            return self._by_name[column].type
+        except KeyError:
+            raise InvalidFieldError(
+                f"table {self.name!r} has no column {column!r} (columns: {', '.join(self.columns)})",
+                column=column,
+            ) from None
+
+    def is_key(self, column: str) -> bool:
+        """True if ``column`` is part of the primary key."""
+        return column in self.primary_key
+
+    def is_indexed(self, column: str) -> bool:
+        """True if ``column`` has a secondary index."""
+        return column in self.indexes
+
+    @property
+    def key_types(self) -> tuple[FieldType, ...]:
+        """Types of the key columns, in key order."""
+        return tuple(self._by_name[k].type for k in self.primary_key)
+
+    # -- equality and serialisation ---------------------------------------------
+    def _identity(self) -> tuple[Any, ...]:
+        return (
+            self.name,
+            frozenset((f.name, f.type) for f in self.fields),
+            self.primary_key,
+            frozenset(self.indexes),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TableSpec):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f.name}:{f.type}" for f in self.fields)
+        return (
+            f"TableSpec({self.name!r}, [{fields}], primary_key={list(self.primary_key)}, indexes={list(self.indexes)})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as the CLI's ``--spec`` JSON object."""
+        return {
+            "name": self.name,
+            "fields": [{"name": f.name, "type": f.type.value} for f in self.fields],
+            "primary_key": list(self.primary_key),
+            "indexes": list(self.indexes),
+        }
+
+    def to_json(self) -> str:
+        """The spec in the format of the CLI's ``--spec`` files."""
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Any, *, name: str | None = None) -> TableSpec:
+        """Build a spec from a ``--spec`` object; ``name`` fills in or must match."""
+        if not isinstance(data, Mapping):
+            raise SchemaError("a table spec must be an object with fields and primary_key")
+        unknown = set(data) - {"name", "fields", "primary_key", "indexes"}
+        if unknown:
+            raise SchemaError(f"table spec has unknown keys: {', '.join(sorted(map(str, unknown)))}")
+        given = data.get("name")
+        if name is not None and given is not None and given != name:
+            raise SchemaError(f"spec name {given!r} does not match table name {name!r}")
+        table = name if name is not None else given
+        if table is None:
+            raise SchemaError("table spec has no name")
+        fields = data.get("fields")
+        if not isinstance(fields, list):
+            raise SchemaError("table spec 'fields' must be a list of {name, type} objects")
+        pk = data.get("primary_key")
+        if not isinstance(pk, list):
+            raise SchemaError("table spec 'primary_key' must be a list of column names")
+        indexes = data.get("indexes", [])
+        if not isinstance(indexes, list):
+            raise SchemaError("table spec 'indexes' must be a list of column names")
+        return cls(table, fields, pk, indexes)
+
+    @classmethod
+    def from_json(cls, text: str) -> TableSpec:
+        """Parse a spec from JSON text (the inverse of :meth:`to_json`)."""
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise SchemaError(f"table spec is not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    def fingerprint(self) -> str:
+        """A short stable digest of the spec, used to bind scan tokens to it."""
+        import hashlib
+
+        canonical = json.dumps(
+            [self.name, sorted((f.name, f.type.value) for f in self.fields), self.primary_key, self.indexes]
+        )
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _as_field(value: Field | tuple[str, str] | Mapping[str, Any]) -> Field:
+    if isinstance(value, Field):
+        return value
+    if isinstance(value, Mapping):
+        if set(value) != {"name", "type"}:
+            raise SchemaError(f"a field must be an object with exactly name and type, got {dict(value)!r}")
+        return Field(value["name"], value["type"])
+    if isinstance(value, tuple) and len(value) == 2:
+        return Field(value[0], value[1])
+    raise SchemaError(f"cannot read a field from {value!r}")
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """What ``create_or_update`` must do to go from one spec to another."""
+
+    added_fields: tuple[Field, ...]
+    widened: tuple[Field, ...]
+    added_indexes: tuple[str, ...]
+    dropped_indexes: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        """True when the specs are equal."""
+        return not (self.added_fields or self.widened or self.added_indexes or self.dropped_indexes)
+
+
+def plan_schema_change(old: TableSpec, new: TableSpec) -> SchemaChange:
+    """Work out a compatible change, or raise :class:`IncompatibleSchemaError`."""
+    if old.name != new.name:
+        raise IncompatibleSchemaError(f"cannot rename table {old.name!r} to {new.name!r}")
+    if old.primary_key != new.primary_key:
+        raise IncompatibleSchemaError(
+            f"cannot change the primary key of {old.name!r} from {list(old.primary_key)} to {list(new.primary_key)}"
+        )
+    removed = [c for c in old.columns if not new.has_column(c)]
+    if removed:
+        raise IncompatibleSchemaError(f"cannot remove column(s) {', '.join(removed)} from {old.name!r}")
+    widened = []
+    for f in old.fields:
+        new_type = new.type_of(f.name)
+        if new_type == f.type:
+            continue
+        if (f.type, new_type) in _WIDENINGS and not old.is_key(f.name):
+            widened.append(Field(f.name, new_type))
+        else:
+            raise IncompatibleSchemaError(
+                f"cannot change column {f.name!r} of {old.name!r} from {f.type} to {new_type}"
+                + (" (key columns cannot change type)" if old.is_key(f.name) else "")
+            )
+    return SchemaChange(
+        added_fields=tuple(f for f in new.fields if not old.has_column(f.name)),
+        widened=tuple(widened),
+        added_indexes=tuple(i for i in new.indexes if i not in old.indexes),
+        dropped_indexes=tuple(i for i in old.indexes if i not in new.indexes),
+    )

@@ -1,0 +1,563 @@
+"""The table API inside a transaction, built once on a few provider primitives.
+
+A provider subclasses :class:`TableBase` and implements the primitives
+(``_get``, ``_put``, ``_remove``, ``_scan``, ``_split`` and ``_explain``; ``_count`` and
+``_load_batch`` have generic defaults). Every public operation — validation,
+versions, conditions, defaults, increments, compare-and-swap, range writes, bulk
+load batching, pagination tokens, multi-range merges — is implemented here, so
+every provider gives the same answers to the same operations.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from spi.codec import encode_key, encode_nullable
+from spi.errors import InvalidFieldError, KvError, RowExistsError, RowNotFoundError, VersionMismatchError
+from spi.filters import Expr, bind
+from spi.keys import KeyLike, Range, ResolvedRange, key_of, normalize_key, resolve_range
+from spi.planner import check_order_by
+from spi.row import Page, Row
+from spi.spec import TableSpec
+from spi.tokens import ScanPosition, decode_token, encode_token
+from spi.types import FieldType, sort_key, validate_value, values_equal
+from spi.validate import (
+    check_limit,
+    check_projection,
+    full_row,
+    validate_changes,
+    validate_row,
+)
+
+LOAD_MODES = ("upsert", "insert", "replace")
+
+
+class Stored(NamedTuple):
+    """A stored row as the primitives exchange it: every column, and its version."""
+
+    values: dict[str, Any]
+    version: int
+
+
+@dataclass(frozen=True)
+class ScanRequest:
+    """What ``_scan`` must return: rows in ``key_range`` matching ``where`` (bound),
+    in ``order_by`` order (None: key order; else that column, then key), reversed
+    when ``descending``, strictly after the encoded ``after`` position, at most
+    ``limit`` rows (None: all)."""
+
+    key_range: ResolvedRange
+    where: Expr | None
+    order_by: str | None = None
+    descending: bool = False
+    after: bytes | None = None
+    limit: int | None = None
+
+
+def sort_position(spec: TableSpec, values: Mapping[str, Any], order_by: str | None) -> bytes:
+    """The encoded position of a row in a scan ordered by ``order_by`` (None: key).
+
+    Byte order equals scan order, so providers can resume "strictly after" it.
+    """
+    key = encode_key(spec.key_types, key_of(spec, values))
+    if order_by is None:
+        return key
+    return encode_nullable(spec.type_of(order_by), values[order_by]) + key
+
+
+def _key_sort(spec: TableSpec) -> Callable[[Row], tuple[Any, ...]]:
+    cols = spec.primary_key
+    return lambda row: tuple(sort_key(row[c]) for c in cols)
+
+
+class TableBase(ABC):
+    """One table inside one transaction: the public SPI operations."""
+
+    def __init__(self, spec: TableSpec) -> None:
+        self.spec = spec
+
+    @property
+    def name(self) -> str:
+        """The table's name."""
+        return self.spec.name
+
+    # ------------------------------------------------------------------ primitives
+    @abstractmethod
+    def _get(self, key: tuple[Any, ...]) -> Stored | None:
+        """The stored row with this (validated) key, or None."""
+
+    @abstractmethod
+    def _put(self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None) -> None:
+        """Write a full row (every column) with ``version``; ``old`` is what was there."""
+
+    @abstractmethod
+    def _remove(self, key: tuple[Any, ...], old: Stored) -> None:
+        """Delete the row ``old`` stored under ``key``."""
+
+    @abstractmethod
+    def _scan(self, request: ScanRequest) -> Iterator[Stored]:
+        """Stream the rows a :class:`ScanRequest` asks for, in bounded memory."""
+
+    @abstractmethod
+    def _split(self, n: int) -> list[Range]:
+        """About ``n`` disjoint key ranges covering the table, in key order."""
+
+    @abstractmethod
+    def _explain(self, key_range: ResolvedRange, where: Expr | None, order_by: str | None) -> str:
+        """How the provider runs such a scan."""
+
+    def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
+        """Rows in range matching ``where``; providers may count without reading rows."""
+        return sum(1 for _ in self._scan(ScanRequest(key_range, where)))
+
+    def _load_batch(self, rows: list[dict[str, Any]], mode: str) -> None:
+        """Write a batch of validated rows; providers override with a bulk path.
+
+        Must behave exactly like one ``upsert``/``insert``/``replace`` per row in order.
+        """
+        write = {"upsert": self._upsert_valid, "insert": self._insert_valid, "replace": self._replace_valid}[mode]
+        for values in rows:
+            write(values)
+
+    # ---------------------------------------------------------------- helpers
+    def _key(self, key: KeyLike) -> tuple[Any, ...]:
+        return normalize_key(self.spec, key)
+
+    def _check_version(self, key: tuple[Any, ...], old: Stored | None, version: int | None) -> None:
+        if version is None:
+            return
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise InvalidFieldError(f"version must be a positive integer, got {version!r}")
+        if old is None:
+            raise RowNotFoundError(f"no row with key {key!r} in {self.name!r} (expected version {version})")
+        if old.version != version:
+            raise VersionMismatchError(
+                f"row {key!r} in {self.name!r} is at version {old.version}, not {version}",
+                current_version=old.version,
+            )
+
+    def _row(self, stored: Stored, columns: tuple[str, ...] | None) -> Row:
+        if columns is None:
+            return Row(stored.values, stored.version)
+        return Row({c: stored.values[c] for c in columns}, stored.version)
+
+    def _write(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None) -> int:
+        version = 1 if old is None else old.version + 1
+        self._put(key, values, version, old)
+        return version
+
+    def _upsert_valid(self, values: dict[str, Any]) -> int:
+        key = key_of(self.spec, values)
+        old = self._get(key)
+        merged = full_row(self.spec, values) if old is None else {**old.values, **values}
+        return self._write(key, merged, old)
+
+    def _insert_valid(self, values: dict[str, Any]) -> int:
+        key = key_of(self.spec, values)
+        old = self._get(key)
+        if old is not None:
+            raise RowExistsError(f"a row with key {key!r} already exists in {self.name!r}", key=key)
+        return self._write(key, full_row(self.spec, values), None)
+
+    def _replace_valid(self, values: dict[str, Any], version: int | None = None) -> int:
+        key = key_of(self.spec, values)
+        old = self._get(key)
+        self._check_version(key, old, version)
+        return self._write(key, full_row(self.spec, values), old)
+
+    # ------------------------------------------------------------------ writes
+    def upsert(self, row: Mapping[str, Any]) -> int:
+        """Insert, or merge the given columns into the existing row; the new version."""
+        return self._upsert_valid(validate_row(self.spec, row))
+
+    def insert(self, row: Mapping[str, Any]) -> int:
+        """Insert a new row; :class:`RowExistsError` if the key exists."""
+        return self._insert_valid(validate_row(self.spec, row))
+
+    def replace(self, row: Mapping[str, Any], *, version: int | None = None) -> int:
+        """Overwrite the whole row (unset columns become null), optionally conditionally."""
+        return self._replace_valid(validate_row(self.spec, row), version)
+
+    def update(
+        self,
+        key: KeyLike,
+        changes: Mapping[str, Any],
+        *,
+        default: Mapping[str, Any] | None = None,
+        version: int | None = None,
+    ) -> int:
+        """Partial update of an existing row; with ``default``, a missing row is
+        created from it first. Returns the new version."""
+        k = self._key(key)
+        values = validate_changes(self.spec, changes)
+        base = None if default is None else validate_changes(self.spec, default, what="default")
+        old = self._get(k)
+        self._check_version(k, old, version)
+        if old is None:
+            if base is None:
+                raise RowNotFoundError(f"no row with key {k!r} in {self.name!r}; pass default=... to create it")
+            merged = full_row(self.spec, {**dict(zip(self.spec.primary_key, k)), **base, **values})
+        else:
+            merged = {**old.values, **values}
+        return self._write(k, merged, old)
+
+    def delete(self, key: KeyLike, *, version: int | None = None) -> bool:
+        """Delete a row; True if one was deleted."""
+        k = self._key(key)
+        old = self._get(k)
+        self._check_version(k, old, version)
+        if old is None:
+            return False
+        self._remove(k, old)
+        return True
+
+    def increment(self, key: KeyLike, column: str, amount: int | float = 1) -> int | float:
+        """Add ``amount`` to a numeric non-key column (a missing row or null counts
+        as 0); returns the new value."""
+        k = self._key(key)
+        ftype = self.spec.type_of(column)
+        if self.spec.is_key(column) or ftype not in (FieldType.INT, FieldType.LONG, FieldType.DOUBLE):
+            raise InvalidFieldError(
+                f"increment needs an int, long or double non-key column; {column!r} is "
+                f"{'a key column' if self.spec.is_key(column) else ftype}",
+                column=column,
+            )
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+            raise InvalidFieldError(f"increment amount must be a number, got {amount!r}", column=column)
+        if ftype.is_integer and not isinstance(amount, int):
+            raise InvalidFieldError(
+                f"increment amount for {ftype} column {column!r} must be an integer, got {amount!r}",
+                column=column,
+            )
+        old = self._get(k)
+        current = None if old is None else old.values[column]
+        new_value = validate_value(ftype, (current or 0) + amount, column, indexed=self.spec.is_indexed(column))
+        if old is None:
+            merged = full_row(self.spec, {**dict(zip(self.spec.primary_key, k)), column: new_value})
+        else:
+            merged = {**old.values, column: new_value}
+        self._write(k, merged, old)
+        return new_value  # type: ignore[no-any-return]
+
+    def compare_and_swap(self, key: KeyLike, column: str, expected: Any, new: Any) -> bool:
+        """Set ``column`` to ``new`` if it holds ``expected`` (None: missing row or
+        null); creates a missing row on a match. True if it swapped."""
+        k = self._key(key)
+        if self.spec.is_key(column):
+            raise InvalidFieldError(
+                f"compare_and_swap needs a non-key column; {column!r} is a key column", column=column
+            )
+        checked = validate_changes(self.spec, {column: new})
+        ftype = self.spec.type_of(column)
+        want = None if expected is None else validate_value(ftype, expected, column)
+        old = self._get(k)
+        current = None if old is None else old.values[column]
+        if want is None:
+            if current is not None:
+                return False
+        elif current is None or not values_equal(current, want):
+            return False
+        if old is None:
+            merged = full_row(self.spec, {**dict(zip(self.spec.primary_key, k)), **checked})
+        else:
+            merged = {**old.values, **checked}
+        self._write(k, merged, old)
+        return True
+
+    def _matching_chunks(self, rng: Range | None, where: Expr | None, chunk: int = 1000) -> Iterator[list[Stored]]:
+        """Rows to change, a chunk at a time, resuming by key so writes between chunks are safe."""
+        request = ScanRequest(resolve_range(self.spec, rng), None if where is None else bind(where, self.spec))
+        after: bytes | None = None
+        while True:
+            rows = list(self._scan(ScanRequest(request.key_range, request.where, after=after, limit=chunk)))
+            if not rows:
+                return
+            yield rows
+            if len(rows) < chunk:
+                return
+            after = sort_position(self.spec, rows[-1].values, None)
+
+    def update_range(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        changes: Mapping[str, Any],
+    ) -> int:
+        """Apply ``changes`` to every row in range matching ``where``; rows changed."""
+        values = validate_changes(self.spec, changes)
+        n = 0
+        for rows in self._matching_chunks(range, where):
+            for old in rows:
+                self._write(key_of(self.spec, old.values), {**old.values, **values}, old)
+            n += len(rows)
+        return n
+
+    def delete_range(self, range: Range | None = None, *, where: Expr | None = None) -> int:
+        """Delete every row in range matching ``where``; rows deleted."""
+        n = 0
+        for rows in self._matching_chunks(range, where):
+            for old in rows:
+                self._remove(key_of(self.spec, old.values), old)
+            n += len(rows)
+        return n
+
+    def load(
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        *,
+        mode: str = "upsert",
+        batch_size: int = 10_000,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Bulk write ``rows`` in batches (validated before each is written)."""
+        return run_load(self._load_validated, self.spec, rows, mode=mode, batch_size=batch_size, progress=progress)
+
+    def _load_validated(self, batch: list[dict[str, Any]], mode: str) -> None:
+        self._load_batch(batch, mode)
+
+    # ------------------------------------------------------------------- reads
+    def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:
+        """The row with this complete key, or None."""
+        proj = check_projection(self.spec, columns)
+        stored = self._get(self._key(key))
+        return None if stored is None else self._row(stored, proj)
+
+    def read_many(self, keys: Iterable[KeyLike], *, columns: Iterable[str] | None = None) -> list[Row | None]:
+        """Rows for ``keys``, in order (None for a missing one)."""
+        proj = check_projection(self.spec, columns)
+        normalized = [self._key(k) for k in keys]
+        out: list[Row | None] = []
+        for k in normalized:
+            stored = self._get(k)
+            out.append(None if stored is None else self._row(stored, proj))
+        return out
+
+    def _request(
+        self,
+        rng: Range | None,
+        where: Expr | None,
+        order_by: str | None,
+        descending: bool,
+        after: bytes | None,
+        limit: int | None,
+    ) -> ScanRequest:
+        return ScanRequest(
+            resolve_range(self.spec, rng),
+            None if where is None else bind(where, self.spec),
+            check_order_by(self.spec, order_by),
+            bool(descending),
+            after,
+            limit,
+        )
+
+    def scan(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        columns: Iterable[str] | None = None,
+    ) -> Iterator[Row]:
+        """Stream matching rows (validated now, read lazily)."""
+        proj = check_projection(self.spec, columns)
+        request = self._request(range, where, order_by, descending, None, check_limit(limit))
+        if request.limit == 0:
+            return iter(())
+        return (self._row(s, proj) for s in self._scan(request))
+
+    def scan_page(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int,
+        after: str | None = None,
+        columns: Iterable[str] | None = None,
+    ) -> Page:
+        """One page of at most ``limit`` rows and the token to resume after it."""
+        proj = check_projection(self.spec, columns)
+        n = check_limit(limit, required=True)
+        assert n is not None
+        request = self._request(range, where, order_by, descending, None, n + 1)
+        position = None
+        if after is not None:
+            position = decode_token(self.spec, after, order_by=request.order_by, descending=request.descending)
+        if n == 0:
+            keep = position or ScanPosition(request.order_by, request.descending, None)
+            return Page([], encode_token(self.spec, keep))
+        stored = list(
+            self._scan(
+                ScanRequest(
+                    request.key_range,
+                    request.where,
+                    request.order_by,
+                    request.descending,
+                    None if position is None else position.last,
+                    n + 1,
+                )
+            )
+        )
+        if len(stored) <= n:
+            return Page([self._row(s, proj) for s in stored], None)
+        page = stored[:n]
+        last = sort_position(self.spec, page[-1].values, request.order_by)
+        token = encode_token(self.spec, ScanPosition(request.order_by, request.descending, last))
+        return Page([self._row(s, proj) for s in page], token)
+
+    def multi_scan(
+        self,
+        ranges: Sequence[Range],
+        *,
+        where: Expr | None = None,
+        limit: int | None = None,
+        columns: Iterable[str] | None = None,
+    ) -> Iterator[Row]:
+        """The union of ``ranges`` in key order, each row once, ``limit`` on the result."""
+        return merge_scans(self.spec, self.scan, ranges, where=where, limit=limit, columns=columns)
+
+    def count(self, range: Range | None = None, *, where: Expr | None = None) -> int:
+        """How many rows are in range and match ``where``."""
+        request = self._request(range, where, None, False, None, None)
+        return self._count(request.key_range, request.where)
+
+    def split(self, n: int) -> list[Range]:
+        """About ``n`` disjoint ranges covering the table, of similar row counts."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise InvalidFieldError(f"split needs a positive number of ranges, got {n!r}")
+        return self._split(n)
+
+    def explain(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        order_by: str | None = None,
+    ) -> str:
+        """How the provider will run this scan."""
+        request = self._request(range, where, order_by, False, None, None)
+        return self._explain(request.key_range, request.where, request.order_by)
+
+
+def merge_scans(
+    spec: TableSpec,
+    scan: Callable[..., Iterator[Row]],
+    ranges: Sequence[Range],
+    *,
+    where: Expr | None,
+    limit: int | None,
+    columns: Iterable[str] | None,
+) -> Iterator[Row]:
+    """Merge per-range scans in key order, dropping rows seen in an earlier range."""
+    n = check_limit(limit)
+    cols = None if columns is None else list(columns)
+    if isinstance(ranges, Range):
+        raise InvalidFieldError("multi_scan takes a list of ranges")
+    streams = [scan(r, where=where, columns=cols) for r in ranges]
+    if n == 0:
+        return iter(())
+    key = _key_sort(spec)
+
+    def merged() -> Iterator[Row]:
+        previous = None
+        for row in heapq.merge(*streams, key=key):
+            k = key(row)
+            if k != previous:
+                previous = k
+                yield row
+
+    out = merged()
+    return out if n is None else itertools.islice(out, n)
+
+
+def run_load(
+    write_batch: Callable[[list[dict[str, Any]], str], None],
+    spec: TableSpec,
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    mode: str,
+    batch_size: int,
+    progress: Callable[[int], None] | None,
+) -> int:
+    """Validate and write ``rows`` in batches through ``write_batch``.
+
+    A bad row fails its batch: the raised error carries ``row_index`` (0-based in
+    ``rows``), ``column`` and ``rows_written`` (rows of the earlier batches).
+    """
+    if mode not in LOAD_MODES:
+        raise InvalidFieldError(f"load mode must be one of {', '.join(LOAD_MODES)}, got {mode!r}")
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise InvalidFieldError(f"batch_size must be a positive integer, got {batch_size!r}")
+    written = 0
+    index = 0
+    batch: list[dict[str, Any]] = []
+    seen: set[bytes] = set()
+
+    def flush() -> None:
+        nonlocal written
+        try:
+            write_batch(batch, mode)
+        except KvError as exc:
+            if exc.row_index is None:
+                exc.row_index = written + _batch_position(spec, batch, exc)
+                exc.args = (f"row {exc.row_index}: {exc}",)
+            exc.rows_written = written
+            raise
+        written += len(batch)
+        batch.clear()
+        seen.clear()
+        if progress is not None:
+            progress(written)
+
+    for row in rows:
+        try:
+            values = validate_row(spec, row)
+            if mode == "insert":
+                k = encode_key(spec.key_types, key_of(spec, values))
+                if k in seen:
+                    raise RowExistsError(
+                        f"key {key_of(spec, values)!r} appears twice in the input", key=key_of(spec, values)
+                    )
+                seen.add(k)
+        except KvError as exc:
+            exc.row_index = index
+            exc.rows_written = written
+            exc.args = (f"row {index}: {exc}",)
+            raise
+        batch.append(values)
+        index += 1
+        if len(batch) >= batch_size:
+            flush()
+    if batch:
+        flush()
+    return written
+
+
+def _batch_position(spec: TableSpec, batch: list[dict[str, Any]], exc: KvError) -> int:
+    """Position in ``batch`` of the row an error is about (by key), else 0."""
+    key = getattr(exc, "key", None)
+    if key is not None:
+        for i, values in enumerate(batch):
+            if key_of(spec, values) == tuple(key):
+                return i
+    return 0
+
+
+__all__ = [
+    "LOAD_MODES",
+    "ScanRequest",
+    "Stored",
+    "TableBase",
+    "merge_scans",
+    "run_load",
+    "sort_position",
+]

@@ -1,0 +1,104 @@
+"""Values as text and JSON: the CLI/TUI word syntax and the JSON/CSV file form.
+
+One place for the rules every front end shares: numbers, ``true``/``false``,
+timestamps as ISO 8601 (no offset means UTC), bytes as base64 (``b64:`` prefix on
+the command line), ``null`` where a null is allowed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import math
+from typing import Any
+
+from spi.errors import InvalidFieldError
+from spi.spec import TableSpec
+from spi.types import FieldType, validate_value
+
+
+def parse_timestamp(text: str, column: str) -> dt.datetime:
+    """Parse ISO 8601 (``Z`` or ``±hh:mm`` offsets; none means UTC, a date is midnight UTC)."""
+    raw = text.strip()
+    try:
+        if len(raw) == 10 and raw[4] == "-":
+            value = dt.datetime.combine(dt.date.fromisoformat(raw), dt.time())
+        else:
+            value = dt.datetime.fromisoformat(raw.replace("z", "Z"))
+    except (ValueError, IndexError):
+        raise InvalidFieldError(
+            f"column {column!r} is a timestamp; {text!r} is not ISO 8601 (e.g. 2024-05-01T12:00:00Z)",
+            column=column,
+        ) from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
+
+
+def decode_base64(text: str, column: str) -> bytes:
+    """Decode standard base64 (padding optional); a clear error otherwise."""
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidFieldError(
+            f"column {column!r} is bytes; {text[:40]!r} is not valid base64", column=column
+        ) from None
+
+
+def parse_word(spec: TableSpec, column: str, text: str) -> Any:
+    """Parse a command-line value (``col=value``) by the column's type and validate it."""
+    ftype = spec.type_of(column)
+    in_key = spec.is_key(column)
+    if text == "null" and ftype is not FieldType.STRING:
+        return validate_value(ftype, None, column, in_key=in_key)
+    value: Any
+    if ftype.is_integer:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise InvalidFieldError(
+                f"column {column!r} is {ftype}; {text!r} is not an integer", column=column
+            ) from None
+    elif ftype in (FieldType.FLOAT, FieldType.DOUBLE):
+        try:
+            value = float(text)
+        except ValueError:
+            raise InvalidFieldError(f"column {column!r} is {ftype}; {text!r} is not a number", column=column) from None
+    elif ftype is FieldType.BOOL:
+        lowered = text.lower()
+        if lowered not in ("true", "false"):
+            raise InvalidFieldError(f"column {column!r} is bool; use true or false, not {text!r}", column=column)
+        value = lowered == "true"
+    elif ftype is FieldType.TIMESTAMP:
+        value = parse_timestamp(text, column)
+    elif ftype is FieldType.BYTES:
+        if not text.startswith("b64:"):
+            raise InvalidFieldError(f"column {column!r} is bytes; write it as b64:<base64>", column=column)
+        value = decode_base64(text[4:], column)
+    else:
+        value = text
+    return validate_value(ftype, value, column, in_key=in_key, indexed=spec.is_indexed(column))
+
+
+def from_json_value(spec: TableSpec, column: str, value: Any) -> Any:
+    """Convert a JSON value (bytes as base64, timestamps ISO 8601) to the column's type."""
+    ftype = spec.type_of(column)
+    if isinstance(value, str) and ftype is FieldType.TIMESTAMP:
+        value = parse_timestamp(value, column)
+    elif isinstance(value, str) and ftype is FieldType.BYTES:
+        value = decode_base64(value, column)
+    elif isinstance(value, float) and ftype.is_integer and value.is_integer():
+        value = int(value)
+    return validate_value(ftype, value, column, in_key=spec.is_key(column), indexed=spec.is_indexed(column))
+
+
+def to_json_value(value: Any) -> Any:
+    """A stored value as JSON: bytes → base64, timestamps → ISO 8601, NaN/inf → strings."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value

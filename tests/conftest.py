@@ -1,0 +1,24 @@
+"""Shared test infrastructure.
+
+``need(what, ok, why)`` skips a test whose real part (PostgreSQL, Spark...) is
+missing, or fails it when ``KVCTL_REQUIRE_ALL=1`` (as CI sets): a skipped test in
+CI would hide a broken install.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+REQUIRE_ALL = os.environ.get("KVCTL_REQUIRE_ALL") == "1"
+
+
+def need(what: str, ok: bool, why: str = "") -> None:
+    """Skip (or, with KVCTL_REQUIRE_ALL=1, fail) unless ``ok``."""
+    if ok:
+        return
+    message = f"{what} is not available" + (f": {why}" if why else "")
+    if REQUIRE_ALL:
+        pytest.fail(message + " (KVCTL_REQUIRE_ALL=1 turns this skip into a failure)")
+    pytest.skip(message)

@@ -1,0 +1,23 @@
+"""The conformance suite on the in-memory provider, and memory against memory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import spi
+from spi.testing import ConformanceTests, DifferentialTests
+
+
+class TestMemoryConformance(ConformanceTests):
+    @pytest.fixture
+    def provider_factory(self) -> Callable[[], Any]:
+        return lambda: spi.connect("memory://")
+
+
+class TestMemoryDifferential(DifferentialTests):
+    @pytest.fixture
+    def provider_factory(self) -> Callable[[], Any]:
+        return lambda: spi.connect("memory://")
