@@ -14,8 +14,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import spi  # noqa: E402
-from bench.common import Result, rate, report  # noqa: E402
+import spi
+from bench.common import Result, rate, report
 
 SPEC = spi.TableSpec(
     "bench",

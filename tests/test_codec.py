@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from spi.codec import decode_key, decode_nullable, encode_key, encode_nullable, prefix_successor
 from spi.types import FieldType, sort_key, to_float32, validate_value
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 VALUES: dict[FieldType, st.SearchStrategy[Any]] = {
     FieldType.INT: st.integers(-(2**31), 2**31 - 1),
@@ -63,7 +63,9 @@ def composite_pairs(draw: Any) -> tuple[list[FieldType], tuple[Any, ...], tuple[
 
 @settings(max_examples=1000)
 @given(composite_pairs())
-def test_composite_order_prefixes_and_round_trip(case: tuple[list[FieldType], tuple[Any, ...], tuple[Any, ...]]) -> None:
+def test_composite_order_prefixes_and_round_trip(
+    case: tuple[list[FieldType], tuple[Any, ...], tuple[Any, ...]],
+) -> None:
     types, a, b = case
     ea, eb = encode_key(types, a), encode_key(types, b)
     assert cmp(ea, eb) == cmp(tuple(map(sort_key, a)), tuple(map(sort_key, b)))
@@ -99,10 +101,16 @@ def test_specific_orders() -> None:
         encode_key([FieldType.STRING], [s]) for s in strings
     )
     blobs = [b"", b"\x00", b"\x00\x00", b"\x00\x01", b"\x00\xff", b"\x01", b"\xff", b"\xff\xff"]
-    assert [encode_key([FieldType.BYTES], [v]) for v in blobs] == sorted(encode_key([FieldType.BYTES], [v]) for v in blobs)
+    assert [encode_key([FieldType.BYTES], [v]) for v in blobs] == sorted(
+        encode_key([FieldType.BYTES], [v]) for v in blobs
+    )
     assert to_float32(0.1) != 0.1 and encode_key([FieldType.FLOAT], [to_float32(0.1)])
-    stamps = [dt.datetime(1, 1, 1, tzinfo=UTC), dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
-              dt.datetime(1970, 1, 1, tzinfo=UTC), dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)]
+    stamps = [
+        dt.datetime(1, 1, 1, tzinfo=UTC),
+        dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        dt.datetime(1970, 1, 1, tzinfo=UTC),
+        dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    ]
     assert [encode_key([FieldType.TIMESTAMP], [s]) for s in stamps] == sorted(
         encode_key([FieldType.TIMESTAMP], [s]) for s in stamps
     )

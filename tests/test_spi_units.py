@@ -18,8 +18,15 @@ from spi.textvalues import parse_word
 
 SPEC = spi.TableSpec(
     "t",
-    [("k", "long"), ("s", "string"), ("d", "double"), ("ts", "timestamp"), ("b", "bytes"), ("flag", "bool"),
-     ("n", "int")],
+    [
+        ("k", "long"),
+        ("s", "string"),
+        ("d", "double"),
+        ("ts", "timestamp"),
+        ("b", "bytes"),
+        ("flag", "bool"),
+        ("n", "int"),
+    ],
     ["k"],
     ["s", "n"],
 )
@@ -50,14 +57,22 @@ class TestParseWhere:
 
     def test_timestamps_default_to_utc(self) -> None:
         e = spi.parse_where("ts > '2024-05-01T12:00:00'", SPEC)
-        assert isinstance(e, Compare) and e.value == dt.datetime(2024, 5, 1, 12, tzinfo=dt.timezone.utc)
+        assert isinstance(e, Compare) and e.value == dt.datetime(2024, 5, 1, 12, tzinfo=dt.UTC)
         e2 = spi.parse_where("ts > '2024-05-01T12:00:00+02:00'", SPEC)
-        assert isinstance(e2, Compare) and e2.value == dt.datetime(2024, 5, 1, 10, tzinfo=dt.timezone.utc)
+        assert isinstance(e2, Compare) and e2.value == dt.datetime(2024, 5, 1, 10, tzinfo=dt.UTC)
 
     @pytest.mark.parametrize(
         ("text", "position"),
-        [("s = ", 5), ("s == 'a'", 4), ("s = 'a' and", 12), ("(s = 'a'", 9), ("s = 'a' @", 9), ("s = 'open", 5),
-         ("k in ()", 7), ("", 1)],
+        [
+            ("s = ", 5),
+            ("s == 'a'", 4),
+            ("s = 'a' and", 12),
+            ("(s = 'a'", 9),
+            ("s = 'a' @", 9),
+            ("s = 'open", 5),
+            ("k in ()", 7),
+            ("", 1),
+        ],
     )
     def test_syntax_errors_name_position(self, text: str, position: int) -> None:
         with pytest.raises(WhereSyntaxError) as e:
@@ -66,8 +81,18 @@ class TestParseWhere:
         assert str(position) in str(e.value)
 
     @pytest.mark.parametrize(
-        "text", ["nope = 1", "s = 5", "k = 'x'", "k = 1.5", "flag = 1", "ts > 'yesterday'", "n = 99999999999",
-                 "d like 'x'", "b = 'plain'"],
+        "text",
+        [
+            "nope = 1",
+            "s = 5",
+            "k = 'x'",
+            "k = 1.5",
+            "flag = 1",
+            "ts > 'yesterday'",
+            "n = 99999999999",
+            "d like 'x'",
+            "b = 'plain'",
+        ],
     )
     def test_type_errors(self, text: str) -> None:
         with pytest.raises(InvalidFieldError):
@@ -105,7 +130,9 @@ class TestSpec:
             spi.TableSpec.from_dict(ORDERS.to_dict(), name="other")
         with pytest.raises(SchemaError, match="unknown keys"):
             spi.TableSpec.from_dict({**ORDERS.to_dict(), "extra": 1})
-        assert spi.TableSpec.from_dict({k: v for k, v in ORDERS.to_dict().items() if k != "name"}, name="orders") == ORDERS
+        assert (
+            spi.TableSpec.from_dict({k: v for k, v in ORDERS.to_dict().items() if k != "name"}, name="orders") == ORDERS
+        )
 
     def test_immutable(self) -> None:
         with pytest.raises(AttributeError):
@@ -118,15 +145,27 @@ class TestRegistry:
         assert split_scheme("postgresql://u@h/db")[1] == "postgresql+psycopg://u@h/db"
         assert {p.scheme for p in installed_providers()} >= {"memory", "rocksdb", "postgresql+psycopg"}
 
-    @pytest.mark.parametrize("url", ["", "nothing", "9x://", "nope://x", "memory://host", "memory://?bogus=1",
-                                     "memory:///path", "memory://?busy_timeout=abc"])
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "",
+            "nothing",
+            "9x://",
+            "nope://x",
+            "memory://host",
+            "memory://?bogus=1",
+            "memory:///path",
+            "memory://?busy_timeout=abc",
+        ],
+    )
     def test_bad_urls(self, url: str) -> None:
         with pytest.raises(UrlError):
             spi.connect(url)
 
     def test_password_masked(self) -> None:
         assert mask_password("postgresql+psycopg://kv:s3cret@h:5432/db?schema=x") == (
-            "postgresql+psycopg://kv:***@h:5432/db?schema=x")
+            "postgresql+psycopg://kv:***@h:5432/db?schema=x"
+        )
         assert mask_password("rocksdb:///tmp/x") == "rocksdb:///tmp/x"
         with pytest.raises(UrlError) as e:
             spi.connect("nope://kv:s3cret@h/db")
@@ -136,9 +175,11 @@ class TestRegistry:
         import subprocess
         import sys
 
-        code = ("import sys, spi; spi.connect('memory://'); "
-                "print(any(m.startswith(('providers.rocksdb', 'providers.postgres', 'sqlalchemy', 'rocksdict')) "
-                "for m in sys.modules))")
+        code = (
+            "import sys, spi; spi.connect('memory://'); "
+            "print(any(m.startswith(('providers.rocksdb', 'providers.postgres', 'sqlalchemy', 'rocksdict')) "
+            "for m in sys.modules))"
+        )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         assert out.stdout.strip() == "False"
 
@@ -168,7 +209,7 @@ class TestPlanner:
 
 
 def test_parse_word() -> None:
-    assert parse_word(SPEC, "ts", "2024-05-01") == dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc)
+    assert parse_word(SPEC, "ts", "2024-05-01") == dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
     assert parse_word(SPEC, "b", "b64:AAE") == b"\x00\x01"
     assert parse_word(SPEC, "s", "null") == "null"
     assert parse_word(SPEC, "d", "null") is None
