@@ -77,7 +77,7 @@ def parse_where(text: str, spec: TableSpec) -> Expr:
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
     if not isinstance(text, str) or not text.strip():
-        raise WhereSyntaxError("empty where expression", position=1)
+        raise WhereSyntaxError("where: empty expression at position 1", position=1)
     try:
         tree = _parser().parse(text)
     except UnexpectedEOF:

@@ -1,0 +1,42 @@
+"""Shared helpers for the benchmark scripts: timing and the result table."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass
+class Result:
+    """One benchmarked operation: provider and raw rates, and an optional target ratio."""
+
+    operation: str
+    provider_rate: float
+    raw_rate: float
+    target: float | None = None
+
+    @property
+    def ratio(self) -> float:
+        """Provider throughput as a fraction of the raw library's."""
+        return self.provider_rate / self.raw_rate if self.raw_rate else float("inf")
+
+
+def rate(n: int, fn: Callable[[], object]) -> float:
+    """Operations per second of ``fn`` doing ``n`` operations (best of one run)."""
+    start = time.perf_counter()
+    fn()
+    return n / (time.perf_counter() - start)
+
+
+def report(title: str, results: list[Result], raw_name: str) -> bool:
+    """Print the results table; True when every target is met."""
+    print(title)
+    print(f"{'operation':<28}{'provider ops/s':>16}{raw_name + ' ops/s':>18}{'ratio':>8}{'target':>9}  result")
+    ok = True
+    for r in results:
+        verdict = "-" if r.target is None else ("pass" if r.ratio >= r.target else "FAIL")
+        ok = ok and verdict != "FAIL"
+        target = "-" if r.target is None else f">={r.target:g}"
+        print(f"{r.operation:<28}{r.provider_rate:>16,.0f}{r.raw_rate:>18,.0f}{r.ratio:>8.3f}{target:>9}  {verdict}")
+    return ok

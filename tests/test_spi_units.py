@@ -1,0 +1,219 @@
+"""Unit tests of the spi pieces that are not provider behaviour."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+import spi
+from spi import col
+from spi.errors import InvalidFieldError, SchemaError, UrlError, WhereSyntaxError
+from spi.filters import And, Compare, In, IsNull, Like, Not, Or, evaluate
+from spi.keys import ResolvedRange
+from spi.planner import plan_scan
+from spi.registry import installed_providers, mask_password, split_scheme
+from spi.testing.fixtures import ORDERS
+from spi.textvalues import parse_word
+
+SPEC = spi.TableSpec(
+    "t",
+    [
+        ("k", "long"),
+        ("s", "string"),
+        ("d", "double"),
+        ("ts", "timestamp"),
+        ("b", "bytes"),
+        ("flag", "bool"),
+        ("n", "int"),
+    ],
+    ["k"],
+    ["s", "n"],
+)
+
+
+class TestParseWhere:
+    def test_full_grammar(self) -> None:
+        e = spi.parse_where(
+            "s = 'o''k' AND (d >= 100.5 Or k IN (1, 2)) and ts is NOT null and NOT s like 'ab%' "
+            "and n between -1 and 3 and s not in ('x') and flag = true and b = 'b64:AAE='",
+            SPEC,
+        )
+        assert isinstance(e, And)
+        parts = e.parts
+        assert parts[0] == Compare("s", "==", "o'k")
+        assert parts[1] == Or((Compare("d", ">=", 100.5), In("k", (1, 2))))
+        assert parts[2] == IsNull("ts", negated=True)
+        assert parts[3] == Not(Like("s", "ab%"))
+        assert parts[4] == And((Compare("n", ">=", -1), Compare("n", "<=", 3)))
+        assert parts[5] == Not(In("s", ("x",)))
+        assert parts[6] == Compare("flag", "==", True)
+        assert parts[7] == Compare("b", "==", b"\x00\x01")
+
+    def test_matches_builder(self) -> None:
+        assert spi.parse_where("s <> 'a' or k != 2", SPEC) == Or((col("s") != "a", col("k") != 2))
+        assert spi.parse_where("d = 3", SPEC) == Compare("d", "==", 3.0)
+        assert spi.parse_where("s = null", SPEC) == Compare("s", "==", None)
+
+    def test_timestamps_default_to_utc(self) -> None:
+        e = spi.parse_where("ts > '2024-05-01T12:00:00'", SPEC)
+        assert isinstance(e, Compare) and e.value == dt.datetime(2024, 5, 1, 12, tzinfo=dt.UTC)
+        e2 = spi.parse_where("ts > '2024-05-01T12:00:00+02:00'", SPEC)
+        assert isinstance(e2, Compare) and e2.value == dt.datetime(2024, 5, 1, 10, tzinfo=dt.UTC)
+
+    @pytest.mark.parametrize(
+        ("text", "position"),
+        [
+            ("s = ", 5),
+            ("s == 'a'", 4),
+            ("s = 'a' and", 12),
+            ("(s = 'a'", 9),
+            ("s = 'a' @", 9),
+            ("s = 'open", 5),
+            ("k in ()", 7),
+            ("", 1),
+        ],
+    )
+    def test_syntax_errors_name_position(self, text: str, position: int) -> None:
+        with pytest.raises(WhereSyntaxError) as e:
+            spi.parse_where(text, SPEC)
+        assert e.value.position == position
+        assert str(position) in str(e.value)
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "nope = 1",
+            "s = 5",
+            "k = 'x'",
+            "k = 1.5",
+            "flag = 1",
+            "ts > 'yesterday'",
+            "n = 99999999999",
+            "d like 'x'",
+            "b = 'plain'",
+        ],
+    )
+    def test_type_errors(self, text: str) -> None:
+        with pytest.raises(InvalidFieldError):
+            spi.parse_where(text, SPEC)
+
+
+class TestFilters:
+    def test_three_valued_logic(self) -> None:
+        row = {"a": None, "b": 1}
+        assert evaluate(col("a") == 1, row) is None
+        assert evaluate(col("a") != 1, row) is None
+        assert evaluate(~(col("a") == 1), row) is None
+        assert evaluate((col("a") == 1) | (col("b") == 1), row) is True
+        assert evaluate((col("a") == 1) & (col("b") == 2), row) is False
+        assert evaluate(col("b").isin([2, None]), row) is None
+        assert evaluate(col("b").isin([1, None]), row) is True
+
+    def test_filters_have_no_truth_value(self) -> None:
+        with pytest.raises(TypeError):
+            bool(col("a") == 1)
+
+    def test_startswith_escapes(self) -> None:
+        assert col("s").startswith("a%_\\") == Like("s", "a\\%\\_\\\\%")
+
+
+class TestSpec:
+    def test_equality_ignores_field_order(self) -> None:
+        a = spi.TableSpec("t", [("a", "long"), ("b", "string")], ["a"], ["b"])
+        b = spi.TableSpec("t", [("b", "string"), ("a", "long")], ["a"], ["b", "b"])
+        assert a == b and hash(a) == hash(b)
+        assert a != spi.TableSpec("t", [("a", "long"), ("b", "string")], ["a"])
+
+    def test_from_dict_errors(self) -> None:
+        with pytest.raises(SchemaError, match="does not match"):
+            spi.TableSpec.from_dict(ORDERS.to_dict(), name="other")
+        with pytest.raises(SchemaError, match="unknown keys"):
+            spi.TableSpec.from_dict({**ORDERS.to_dict(), "extra": 1})
+        assert (
+            spi.TableSpec.from_dict({k: v for k, v in ORDERS.to_dict().items() if k != "name"}, name="orders") == ORDERS
+        )
+
+    def test_immutable(self) -> None:
+        with pytest.raises(AttributeError):
+            ORDERS.name = "x"  # type: ignore[misc]
+
+
+class TestRegistry:
+    def test_schemes(self) -> None:
+        assert split_scheme("postgres://u@h/db")[0] == "postgresql+psycopg"
+        assert split_scheme("postgresql://u@h/db")[1] == "postgresql+psycopg://u@h/db"
+        assert {p.scheme for p in installed_providers()} >= {"memory", "rocksdb", "postgresql+psycopg"}
+
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "",
+            "nothing",
+            "9x://",
+            "nope://x",
+            "memory://host",
+            "memory://?bogus=1",
+            "memory:///path",
+            "memory://?busy_timeout=abc",
+        ],
+    )
+    def test_bad_urls(self, url: str) -> None:
+        with pytest.raises(UrlError):
+            spi.connect(url)
+
+    def test_password_masked(self) -> None:
+        assert mask_password("postgresql+psycopg://kv:s3cret@h:5432/db?schema=x") == (
+            "postgresql+psycopg://kv:***@h:5432/db?schema=x"
+        )
+        assert mask_password("rocksdb:///tmp/x") == "rocksdb:///tmp/x"
+        with pytest.raises(UrlError) as e:
+            spi.connect("nope://kv:s3cret@h/db")
+        assert "s3cret" not in str(e.value)
+
+    def test_connect_imports_only_the_chosen_provider(self) -> None:
+        import subprocess
+        import sys
+
+        code = (
+            "import sys, spi; spi.connect('memory://'); "
+            "print(any(m.startswith(('providers.rocksdb', 'providers.postgres', 'sqlalchemy', 'rocksdict')) "
+            "for m in sys.modules))"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "False"
+
+
+class TestPlanner:
+    def plan(self, where: spi.Expr | None, **kw: object) -> str:
+        bound = None if where is None else spi.filters.bind(where, ORDERS)
+        return plan_scan(ORDERS, ResolvedRange.everything(), bound, **kw).describe(ORDERS)  # type: ignore[arg-type]
+
+    def test_index_for_equality_and_in(self) -> None:
+        assert "read index 'status'" in self.plan(col("status") == "open")
+        assert "read index 'status'" in self.plan(col("status").isin(["a", "b"]) & (col("total") > 1))
+        assert "filter after reading: total > 1" in self.plan(col("status").isin(["a", "b"]) & (col("total") > 1))
+
+    def test_key_prefix_for_first_key_column(self) -> None:
+        text = self.plan((col("region") == "eu") & (col("status") == "x"))
+        assert "primary key" in text and "('eu',)" in text
+
+    def test_range_on_index_used_when_order_free(self) -> None:
+        assert "read index" not in self.plan(col("status") > "m")
+        assert "read index 'status'" in self.plan(col("status") > "m", ordered=False)
+        assert "read index 'status'" in self.plan(col("status") > "m", order_by="status")
+
+    def test_contradiction_reads_nothing(self) -> None:
+        assert "nothing is read" in self.plan((col("region") > "z") & (col("region") < "a"))
+        assert "nothing is read" in self.plan((col("status") == "a") & (col("status") == "b"))
+
+
+def test_parse_word() -> None:
+    assert parse_word(SPEC, "ts", "2024-05-01") == dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
+    assert parse_word(SPEC, "b", "b64:AAE") == b"\x00\x01"
+    assert parse_word(SPEC, "s", "null") == "null"
+    assert parse_word(SPEC, "d", "null") is None
+    with pytest.raises(InvalidFieldError):
+        parse_word(SPEC, "k", "null")
+    with pytest.raises(InvalidFieldError):
+        parse_word(SPEC, "flag", "yes")
