@@ -6,6 +6,7 @@ the global options from the root context and fail silently (no suggestions).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -26,9 +27,15 @@ def _with_provider(ctx: typer.Context, use: Callable[[Any], list[str]]) -> list[
         return []
 
 
-def _table_param(ctx: typer.Context) -> str | None:
+def _table_param(ctx: typer.Context, provider: Any) -> str | None:
+    """The command's table: its parsed argument, else (click leaves arguments unparsed
+    while completing an option's value) the first word of the command line naming a table."""
     table = ctx.params.get("table") or ctx.params.get("name")
-    return table if isinstance(table, str) else None
+    if isinstance(table, str):
+        return table
+    line = os.environ.get("COMP_WORDS") or os.environ.get("_TYPER_COMPLETE_ARGS") or ""
+    tables = set(provider.admin.list_tables())
+    return next((word for word in line.split() if word in tables), None)
 
 
 def complete_table(ctx: typer.Context, incomplete: str) -> list[str]:
@@ -37,11 +44,10 @@ def complete_table(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def _columns(ctx: typer.Context, keys_only: bool) -> list[str]:
-    table = _table_param(ctx)
-    if table is None:
-        return []
-
     def columns(provider: Any) -> list[str]:
+        table = _table_param(ctx, provider)
+        if table is None:
+            return []
         spec = provider.admin.get_spec(table)
         return list(spec.primary_key if keys_only else spec.columns)
 
