@@ -58,7 +58,8 @@ class KvctlGroup(TyperGroup):
             exc.show()
             code = exc.exit_code
         except ClickException as exc:
-            hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) is not None else ""
+            where: Any = getattr(exc, "ctx", None)
+            hint = f" (see '{where.command_path} --help')" if where is not None else ""
             print(f"error: {exc.format_message()}{hint}", file=sys.stderr)
             code = exc.exit_code
         except Abort:

@@ -89,10 +89,8 @@ def main() -> None:
     kvctl("Add 10 to a number atomically; prints the new value.", "incr", TABLE, "region=eu", "id=42",
           "--column", "total", "--by", "10")  # fmt: skip
     kvctl("Count the open orders in region us.", "count", TABLE, "--prefix", "region=us", "--where", "status = 'open'")
-    print(
-        "\n# Next: open the dashboard on the same store with `kvctl dashboard` "
-        "(see the README), or try `kvctl --help`."
-    )
+    print("\n# Next: browse and edit these rows in the dashboard on the same store: kvctl dashboard")
+    print("# (in this checkout: .venv/bin/kvctl dashboard; quit with q). Every command: kvctl --help")
 
 
 if __name__ == "__main__":

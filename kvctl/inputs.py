@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import sys
 from collections.abc import Iterator
@@ -80,48 +81,19 @@ def read_records(stream: TextIO, fmt: str, source: str) -> Iterator[tuple[int, R
 
 
 def _sniffed(stream: TextIO, source: str) -> Iterator[tuple[int, Record]]:
+    """stdin without --format: ``[`` starts a JSON array, anything else is NDJSON."""
     head = ""
     while True:
-        chunk = stream.read(1)
-        if not chunk:
+        char = stream.read(1)
+        head += char
+        if not char or not char.isspace():
             break
-        head += chunk
-        if not chunk.isspace():
-            break
-    rest = _Prepended(head, stream)
     if head.strip() == "[":
-        yield from _json_array(rest, source)
+        yield from _json_array(stream, source, head)
     elif head.strip() in ("{", ""):
-        yield from _ndjson(rest, source)
+        yield from _ndjson(stream, source, head)
     else:
         raise InputError(source, None, "input from stdin needs --format csv or tsv (it is not JSON or NDJSON)")
-
-
-class _Prepended(io.TextIOBase):
-    """A text stream that yields ``head`` before the rest of ``stream``."""
-
-    def __init__(self, head: str, stream: TextIO) -> None:
-        self._head = head
-        self._stream = stream
-
-    def read(self, size: int | None = -1) -> str:
-        head, self._head = self._head, ""
-        if size is None or size < 0:
-            return head + self._stream.read()
-        return head + self._stream.read(max(size - len(head), 0))
-
-    def readline(self, size: int | None = -1) -> str:
-        head, self._head = self._head, ""
-        if head.endswith("\n"):
-            return head
-        return head + self._stream.readline()
-
-    def __iter__(self) -> Iterator[str]:
-        while True:
-            line = self.readline()
-            if not line:
-                return
-            yield line
 
 
 def _record(value: Any, source: str, line: int) -> Record:
@@ -130,8 +102,10 @@ def _record(value: Any, source: str, line: int) -> Record:
     return value
 
 
-def _ndjson(stream: TextIO, source: str) -> Iterator[tuple[int, Record]]:
-    for number, text in enumerate(stream, start=1):
+def _ndjson(stream: TextIO, source: str, head: str = "") -> Iterator[tuple[int, Record]]:
+    """One object per line; ``head`` is text already read from the stream."""
+    lines = itertools.chain((head + stream.readline()).splitlines(keepends=True), stream) if head else stream
+    for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
         try:
@@ -141,10 +115,10 @@ def _ndjson(stream: TextIO, source: str) -> Iterator[tuple[int, Record]]:
         yield number, _record(value, source, number)
 
 
-def _json_array(stream: TextIO, source: str) -> Iterator[tuple[int, Record]]:
+def _json_array(stream: TextIO, source: str, head: str = "") -> Iterator[tuple[int, Record]]:
     """Decode ``[obj, obj, ...]`` one element at a time (memory: one element + a chunk)."""
     decoder = json.JSONDecoder()
-    buf, pos, line, eof = "", 0, 1, False
+    buf, pos, line, eof = head, 0, 1, False
 
     def fill() -> bool:
         nonlocal buf, pos, eof

@@ -1,4 +1,4 @@
-"""``kvctl providers`` and ``kvctl config show``."""
+"""``kvctl providers``, ``kvctl config show`` and ``kvctl dashboard``."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def providers(ctx: typer.Context, output: options.Output = None) -> None:
 def config_show(ctx: typer.Context, output: options.Output = None) -> None:
     """Print the provider URL (password masked), the profile, the config file, and where each came from."""
     settings = get_state(ctx).settings()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"setting": "url", "value": settings.masked_url, "source": settings.url_source},
         {"setting": "profile", "value": settings.profile, "source": settings.profile_source},
         {
@@ -44,7 +44,15 @@ def config_show(ctx: typer.Context, output: options.Output = None) -> None:
     print_rows(get_state(ctx).output_format(output), ["setting", "value", "source"], rows)
 
 
+def dashboard(ctx: typer.Context) -> None:
+    """Open the Textual dashboard on the resolved provider (browse, filter, edit)."""
+    from kvctl.tui import run_dashboard  # textual is imported only here
+
+    run_dashboard(get_state(ctx).settings().url)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``providers`` and ``config`` to ``app``."""
+    """Add ``providers``, ``config`` and ``dashboard`` to ``app``."""
     app.command()(providers)
+    app.command()(dashboard)
     app.add_typer(config_app, name="config")
