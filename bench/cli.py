@@ -48,7 +48,23 @@ def main() -> None:
     runs = parser.parse_args().runs
     with tempfile.TemporaryDirectory(prefix="kvctl-bench-") as tmp:
         url = f"rocksdb://{tmp}/db"
-        run(["-m", "kvctl", "--url", url, "table", "create", "t", "--field", "k:string", "--field", "v:long", "--pk", "k"])
+        run(
+            [
+                "-m",
+                "kvctl",
+                "--url",
+                url,
+                "table",
+                "create",
+                "t",
+                "--field",
+                "k:string",
+                "--field",
+                "v:long",
+                "--pk",
+                "k",
+            ]
+        )
         run(["-m", "kvctl", "--url", url, "put", "t", '{"k": "a", "v": 1}'])
         cases = [
             ("python -c pass", ["-c", "pass"]),

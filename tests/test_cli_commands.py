@@ -21,7 +21,9 @@ def kv(request: pytest.FixtureRequest, tmp_path: Path) -> Kvctl:
 
 def load_sample(kv: Kvctl, n: int = 10) -> None:
     rows = "\n".join(
-        json.dumps({"region": "eu" if i % 2 else "us", "id": i, "status": "open" if i % 3 else "closed", "total": i * 1.5})
+        json.dumps(
+            {"region": "eu" if i % 2 else "us", "id": i, "status": "open" if i % 3 else "closed", "total": i * 1.5}
+        )
         for i in range(n)
     )
     assert kv.ok("put", "orders", "--file", "-", input=rows).out.strip() == str(n)
@@ -102,10 +104,14 @@ def test_incr_and_cas(kv: Kvctl) -> None:
     assert kv.ok("incr", "orders", "region=eu", "id=1", "--column", "total", "--by", "-3.5").out == "-2.5\n"
     res = kv("incr", "orders", "region=eu", "id=1", "--column", "status")
     assert res.code == 2
-    assert kv.ok("cas", "orders", "region=eu", "id=1", "--column", "status", "--expect-null", "--set", "a").out == "true\n"
+    assert (
+        kv.ok("cas", "orders", "region=eu", "id=1", "--column", "status", "--expect-null", "--set", "a").out == "true\n"
+    )
     res = kv("cas", "orders", "region=eu", "id=1", "--column", "status", "--expect", "b", "--set", "c")
     assert (res.code, res.out) == (1, "false\n")
-    assert kv.ok("cas", "orders", "region=eu", "id=1", "--column", "status", "--expect", "a", "--set", "c").out == "true\n"
+    assert (
+        kv.ok("cas", "orders", "region=eu", "id=1", "--column", "status", "--expect", "a", "--set", "c").out == "true\n"
+    )
     # bare values whatever -o says
     assert kv.ok("-o", "json", "incr", "orders", "region=eu", "id=1", "--column", "total", "-o", "csv").out == "-1.5\n"
 

@@ -76,7 +76,9 @@ def test_precedence_flag_env_file_default(home: Path) -> None:
 
 
 def test_config_file_lookup_order(home: Path) -> None:
-    user = write(home / "xdg-config" / "kvctl" / "config.toml", 'default_profile = "u"\n[profiles.u]\nurl = "memory://"\n')
+    user = write(
+        home / "xdg-config" / "kvctl" / "config.toml", 'default_profile = "u"\n[profiles.u]\nurl = "memory://"\n'
+    )
     assert show()["config_file"]["value"] == str(user)
     local = write(home / "work" / "kvctl.toml", 'default_profile = "l"\n[profiles.l]\nurl = "memory://"\n')
     assert show()["config_file"]["value"] == str(local)

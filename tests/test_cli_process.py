@@ -79,7 +79,10 @@ def test_progress_bar_only_on_a_terminal(url: str, tmp_path: Path) -> None:
 
 def test_concurrent_incr_processes_never_lose_an_increment(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     url = provider_url("rocksdb", tmp_path, request)  # the embedded default's provider
-    assert run_process("--url", url, "table", "create", "c", "--field", "k:string", "--field", "n:long", "--pk", "k").code == 0
+    assert (
+        run_process("--url", url, "table", "create", "c", "--field", "k:string", "--field", "n:long", "--pk", "k").code
+        == 0
+    )
     workers, rounds = 4, 3
     failures: list[str] = []
 
