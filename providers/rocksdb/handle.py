@@ -5,8 +5,9 @@ A transaction takes the handle (threads wait on a condition), then — unless th
 handle is still open from a moment ago — an ``flock`` on ``kvctl.lock`` in the
 directory (other processes), then opens the ``Rdict``. Waiting is bounded by the
 busy timeout. When the transaction ends the database stays open for at most
-:data:`LINGER` seconds of idleness (so back-to-back transactions do not pay the
-~10 ms open), then a background thread closes it and unlocks the file.
+:data:`LINGER` seconds of idleness (so back-to-back transactions and the batches
+of a bulk load do not pay the ~10 ms open), then a background thread closes it
+and unlocks the file — at once if another process is waiting.
 
 A process that waits for the lock holds a shared ``flock`` on ``kvctl.wait``; a
 holder that sees it (and has held the path for :data:`QUANTUM` seconds) closes at
@@ -16,6 +17,7 @@ the end of its current transaction and lets the waiter in before competing again
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import os
 import random
@@ -26,8 +28,11 @@ from typing import Any
 
 from spi.errors import KvError, ProviderUnavailableError
 
-LINGER = 0.05
-"""Seconds an idle open database is kept before it is closed and unlocked."""
+LINGER = 0.25
+"""Seconds an idle open database is kept before it is closed and unlocked (sooner
+when another process is waiting for it: the linger thread checks every
+:data:`WAITER_CHECK` seconds)."""
+WAITER_CHECK = 0.01
 QUANTUM = 0.05
 """Seconds a process may keep the path across back-to-back transactions while
 another process is waiting for it."""
@@ -154,10 +159,10 @@ class PathHandle:
             while self._db is not None:
                 if self._owner is None and self._idle_since is not None:
                     left = self._idle_since + LINGER - time.monotonic()
-                    if left <= 0:
+                    if left <= 0 or self._others_waiting():
                         self._close()
                         break
-                    self._cond.wait(left)
+                    self._cond.wait(min(left, WAITER_CHECK))
                 else:
                     self._cond.wait()
             self._reaper = None
@@ -210,7 +215,9 @@ class PathHandle:
             os.makedirs(path, exist_ok=True)
             entries = os.listdir(path)
         except OSError as exc:
-            raise ProviderUnavailableError(f"rocksdb {path}: cannot create the database directory: {exc.strerror}") from None
+            raise ProviderUnavailableError(
+                f"rocksdb {path}: cannot create the database directory: {exc.strerror}"
+            ) from None
         if entries and "CURRENT" not in entries and LOCK_NAME not in entries:
             raise ProviderUnavailableError(
                 f"rocksdb {path} is a non-empty directory that is not a RocksDB database; refusing to use it"
@@ -261,10 +268,9 @@ class PathHandle:
     def _close(self) -> None:
         db, self._db = self._db, None
         if db is not None:
-            try:
+            # Committed writes are already in the WAL: a failing close cannot lose them.
+            with contextlib.suppress(Exception):
                 db.close()
-            except Exception:
-                pass  # committed writes are already in the WAL; closing cannot lose them
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
             os.close(fd)

@@ -33,9 +33,7 @@ def parse_url(url: str) -> RocksUrl:
     if parts.scheme != "rocksdb":
         raise UrlError(f"not a rocksdb URL: {url!r}")
     if parts.netloc:
-        raise UrlError(
-            f"rocksdb URLs take no host: use rocksdb:///absolute/path or rocksdb:relative/path, not {url!r}"
-        )
+        raise UrlError(f"rocksdb URLs take no host: use rocksdb:///absolute/path or rocksdb:relative/path, not {url!r}")
     if parts.fragment:
         raise UrlError(f"rocksdb URLs take no #fragment: {url!r}")
     raw_path = unquote(parts.path)
