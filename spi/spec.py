@@ -62,6 +62,8 @@ class TableSpec:
     primary_key: tuple[str, ...]
     indexes: tuple[str, ...]
     _by_name: dict[str, Field]
+    _columns: tuple[str, ...]
+    _key_types: tuple[FieldType, ...]
     checks: dict[str, tuple[FieldType, bool, bool]]
     """Per column: its type, whether it is a key column, whether it is indexed."""
 
@@ -105,9 +107,7 @@ class TableSpec:
         # Precomputed because every row written or read consults them.
         object.__setattr__(self, "_columns", tuple(f.name for f in parsed))
         object.__setattr__(self, "_key_types", tuple(by_name[k].type for k in key))
-        object.__setattr__(
-            self, "checks", {f.name: (f.type, f.name in key, f.name in idx) for f in parsed}
-        )
+        object.__setattr__(self, "checks", {f.name: (f.type, f.name in key, f.name in idx) for f in parsed})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("TableSpec is immutable")
