@@ -11,6 +11,7 @@ import importlib
 import os
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,10 +43,14 @@ def provider_url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> s
     ok, why = _importable("providers.postgres", "PostgresProvider")
     need("the PostgreSQL provider", ok, why)
     try:
-        url = request.getfixturevalue("pg_url")
+        server = request.getfixturevalue("pg_server")
     except pytest.FixtureLookupError:
-        need("the PostgreSQL test server", False, "no pg_url fixture")
-    return str(url)
+        need("the PostgreSQL test server", False, "no pg_server fixture")
+    from pg_server import drop_schemas
+
+    schema = f"cli_{uuid.uuid4().hex[:12]}"
+    request.addfinalizer(lambda: drop_schemas(server.dsn, [schema]))
+    return f"{server.url}{'&' if '?' in server.url else '?'}schema={schema}"
 
 
 @dataclass

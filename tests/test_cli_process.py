@@ -16,11 +16,11 @@ from cli_support import ORDERS_FIELDS, PROVIDER_KINDS, REPO, provider_url, run_p
 
 @pytest.fixture(params=PROVIDER_KINDS)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh store holding an ``orders`` table with 3000 rows."""
+    """A fresh store holding an ``orders`` table with 1200 rows."""
     url = provider_url(request.param, tmp_path, request)
     assert run_process("--url", url, "table", "create", "orders", *ORDERS_FIELDS).code == 0
-    rows = "\n".join(json.dumps({"region": "eu", "id": i, "total": i}) for i in range(3000))
-    assert run_process("--url", url, "put", "orders", "--file", "-", input=rows).out == "3000\n"
+    rows = "\n".join(json.dumps({"region": "eu", "id": i, "total": i}) for i in range(1200))
+    assert run_process("--url", url, "put", "orders", "--file", "-", input=rows).out == "1200\n"
     return url
 
 
