@@ -34,6 +34,8 @@ class KvctlGroup(TyperGroup):
         except BrokenPipeError:
             _silence_stdout()
             raise Exit(1) from None
+        except KeyboardInterrupt as exc:
+            raise Exit(report(exc)) from None
         except Exception as exc:
             if isinstance(ctx.obj, State) and ctx.obj.debug:
                 raise

@@ -125,3 +125,27 @@ def test_get_put_scan_do_not_import_heavy_modules(tmp_path: Path, request: pytes
         assert "kvctl.cli" in modules
         heavy = {m.split(".")[0] for m in modules} & {"pyspark", "textual", "sqlalchemy", "rich", "pyarrow"}
         assert heavy == set(), (args, heavy)
+
+
+def test_interrupt_exits_130(url: str, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    fifo = tmp_path / "in.ndjson"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kvctl", "--url", url, "put", "orders", "--file", str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    with open(fifo, "w") as writer:  # the command now waits for input
+        writer.write('{"region": "zz", "id": 1}\n')
+        writer.flush()
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and out == "", err
+    assert err.strip().splitlines() == ["error: interrupted"]
+    assert run_process("--url", url, "count", "orders", "--prefix", "region=zz").out == "0\n"
