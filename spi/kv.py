@@ -67,6 +67,7 @@ INDEX = b"\x01"
 _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
 _CHUNK = 256
+_FIRST_FETCH = 16
 T = TypeVar("T")
 
 
@@ -269,6 +270,10 @@ class KvTransaction(TransactionBase):
         one seek shows that none of them exists and the lookups are skipped.
         """
         writes = self._writes
+        if not writes:
+            if keys and self._any_stored(min(keys), max(keys)):
+                return self._session.get_many(keys)
+            return [None] * len(keys)
         pending = [k for k in keys if k not in writes]
         stored: dict[bytes, bytes | None] = {}
         if pending and self._any_stored(min(pending), max(pending)):
@@ -469,9 +474,14 @@ class KvTable(TableBase):
         plan = plan_scan(
             self.spec, request.key_range, request.where, order_by=request.order_by, descending=request.descending
         )
-        if not plan.empty and plan.index is None and plan.order_by is None:
-            # The common case, streamed by one generator over the store's values.
+        if plan.empty:
+            return iter(())
+        # The common cases: one generator over the store builds the rows.
+        if plan.index is None and plan.order_by is None:
             return self._key_rows(plan.key_range, plan.descending, request.after, plan.residual, request.limit, make)
+        if plan.index is not None and plan.residual is None:
+            found = self._index_rows(plan, request.after, make)
+            return found if request.limit is None else islice(found, request.limit)
         rows = self._rows(plan, request.after)
         if request.limit is not None:
             rows = islice(rows, request.limit)
@@ -552,16 +562,21 @@ class KvTable(TableBase):
                         None if after is None else prefix + r + after,
                         n,
                         ftype,
+                        len(r),
                     )
                     for r in runs
                 ]
+                if len(streams) == 1:
+                    return streams[0]
                 return heapq.merge(*streams, key=lambda e: e[1], reverse=plan.descending)
             ordered = runs[::-1] if plan.descending else runs
             start = None if after is None else prefix + after
             return (
                 e
                 for r in ordered
-                for e in self._entries_in(prefix + r, prefix_successor(prefix + r), plan.descending, start, n, ftype)
+                for e in self._entries_in(
+                    prefix + r, prefix_successor(prefix + r), plan.descending, start, n, ftype, len(r)
+                )
             )
         b = plan.index_bounds
         if b is None:
@@ -578,8 +593,17 @@ class KvTable(TableBase):
         return self._entries_in(lo, hi, plan.descending, None if after is None else prefix + after, n, ftype)
 
     def _entries_in(
-        self, lo: bytes, hi: bytes | None, descending: bool, after: bytes | None, n: int, ftype: FieldType
+        self,
+        lo: bytes,
+        hi: bytes | None,
+        descending: bool,
+        after: bytes | None,
+        n: int,
+        ftype: FieldType,
+        width: int | None = None,
     ) -> Iterator[tuple[bytes, bytes]]:
+        """Entries in ``[lo, hi)`` after ``after``; ``width``: the length of the value
+        encoding when the range holds entries of one value only."""
         if after is not None:
             if descending:
                 hi = after if hi is None else min(hi, after)
@@ -587,24 +611,43 @@ class KvTable(TableBase):
                 lo = max(lo, after + b"\x00")
         if hi is not None and lo >= hi:
             return
+        if width is not None:
+            for k, _ in self._tx.iterate(lo, hi, descending):
+                yield k[n:], k[n + width :]
+            return
         for k, _ in self._tx.iterate(lo, hi, descending):
             position = k[n:]
             _, end = decode_nullable(ftype, position)
             yield position, position[end:]
 
-    def _index_rows(self, plan: Plan, after: bytes | None) -> Iterator[Stored]:
+    def _index_rows(
+        self, plan: Plan, after: bytes | None, make: Callable[[dict[str, Any], int], Any] = Stored
+    ) -> Iterator[Any]:
+        """The rows an index scan finds, as ``make(values, version)``."""
         assert plan.index is not None
         lay = self._layout
         # A key-ordered scan resumes by key; the entries carry the key after the value.
         entries = self._index_entries(plan.index, plan, after)
         lo, hi = _range_bytes(b"", lay.key_types, plan.key_range)
         everything = plan.key_range == ResolvedRange.everything()
-        for _, enc in entries:
-            if not everything and (enc < lo or (hi is not None and enc >= hi)):
-                continue
-            raw = self._tx.get(lay.row_prefix + enc)
-            if raw is not None:
-                yield lay.decode_row(raw)
+        tx, prefix, unpack, values_of = self._tx, lay.row_prefix, msgpack.unpackb, lay.values_of
+        # The rows of a run of entries are fetched together (one multi-get), in runs
+        # that grow so that a short scan fetches little.
+        size = _FIRST_FETCH
+        while True:
+            if tx.ended:
+                raise _ended()
+            run = list(islice(entries, size))
+            keys = [prefix + enc for _, enc in run if everything or (lo <= enc and (hi is None or enc < hi))]
+            for data in tx.get_many(keys):
+                if tx.ended:
+                    raise _ended()
+                if data is not None:
+                    raw = unpack(data)
+                    yield make(values_of(raw), raw[0])
+            if len(run) < size:
+                return
+            size = min(size * 4, _CHUNK)
 
     def _key_column_order(self, plan: Plan, after: bytes | None) -> Iterator[Stored]:
         """Order by a key column other than the first: merge one sorted run per
