@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from itertools import islice
+from itertools import chain, islice
 from typing import Any
 
 from providers.rocksdb.handle import PathHandle, driver_error, handle_for
@@ -76,6 +76,9 @@ class _RocksSession(StoreSession):
     def _chunks(self, start: Callable[[], Any]) -> Iterator[Any]:
         """What the iterator ``start()`` opens (when first asked), fetched in growing chunks
         from a box that :meth:`release` empties."""
+        return chain.from_iterable(self._chunk_lists(start))  # flattened in C, not per item in Python
+
+    def _chunk_lists(self, start: Callable[[], Any]) -> Iterator[list[Any]]:
         box: list[Any] = []
         self._boxes[id(box)] = box
         try:
@@ -91,7 +94,7 @@ class _RocksSession(StoreSession):
                     chunk = list(islice(box[0], size))
                 except Exception as exc:
                     raise driver_error(exc, "scanning", self._handle.path) from None
-                yield from chunk
+                yield chunk
                 if len(chunk) < size:
                     return
                 size = min(size * 4, _MAX_CHUNK)
