@@ -8,7 +8,6 @@ from typing import Any
 
 from spi.errors import InvalidFieldError
 from spi.spec import TableSpec
-from spi.types import validate_value
 
 KeyLike = Mapping[str, Any] | Sequence[Any]
 """A key or key prefix: a mapping column → value, or a tuple in key order."""
@@ -39,11 +38,16 @@ def normalize_prefix(spec: TableSpec, prefix: KeyLike, *, what: str = "key prefi
         values = prefix
         if len(values) > len(key):
             raise InvalidFieldError(f"{what} has {len(values)} values; {spec.name!r} has {len(key)} key columns")
-    return tuple(validate_value(spec.type_of(c), v, c, in_key=True) for c, v in zip(key, values))
+    return tuple([check(v) for check, v in zip(spec.key_validators, values)])
 
 
 def normalize_key(spec: TableSpec, key: KeyLike) -> tuple[Any, ...]:
     """Validate a complete primary key into a tuple in key order."""
+    checks = spec.key_validators
+    if type(key) is tuple and len(key) == len(checks):
+        if len(checks) == 1:
+            return (checks[0](key[0]),)
+        return tuple([check(v) for check, v in zip(checks, key)])
     values = normalize_prefix(spec, key, what="key")
     if len(values) != len(spec.primary_key):
         missing = spec.primary_key[len(values) :]
@@ -53,7 +57,10 @@ def normalize_key(spec: TableSpec, key: KeyLike) -> tuple[Any, ...]:
 
 def key_of(spec: TableSpec, row: Mapping[str, Any]) -> tuple[Any, ...]:
     """The key tuple of an already validated row."""
-    return tuple(row[k] for k in spec.primary_key)
+    key = spec.primary_key
+    if len(key) == 1:
+        return (row[key[0]],)
+    return tuple([row[k] for k in key])
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from spi.errors import IncompatibleSchemaError, InvalidFieldError, SchemaError
-from spi.types import FieldType
+from spi.types import FieldType, checker
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_NAME_LENGTH = 63
@@ -55,7 +55,17 @@ class TableSpec:
     index set are equal: field declaration order does not matter.
     """
 
-    __slots__ = ("_by_name", "_columns", "_key_types", "checks", "fields", "indexes", "name", "primary_key")
+    __slots__ = (
+        "_by_name",
+        "_columns",
+        "_key_types",
+        "fields",
+        "indexes",
+        "key_validators",
+        "name",
+        "primary_key",
+        "validators",
+    )
 
     name: str
     fields: tuple[Field, ...]
@@ -64,8 +74,10 @@ class TableSpec:
     _by_name: dict[str, Field]
     _columns: tuple[str, ...]
     _key_types: tuple[FieldType, ...]
-    checks: dict[str, tuple[FieldType, bool, bool]]
-    """Per column: its type, whether it is a key column, whether it is indexed."""
+    validators: dict[str, Callable[[Any], Any]]
+    """Per column: its value check for rows (see :func:`spi.types.checker`)."""
+    key_validators: tuple[Callable[[Any], Any], ...]
+    """The value checks of the key columns, in key order, for keys (null refused)."""
 
     def __init__(
         self,
@@ -107,10 +119,19 @@ class TableSpec:
         # Precomputed because every row written or read consults them.
         object.__setattr__(self, "_columns", tuple(f.name for f in parsed))
         object.__setattr__(self, "_key_types", tuple(by_name[k].type for k in key))
-        object.__setattr__(self, "checks", {f.name: (f.type, f.name in key, f.name in idx) for f in parsed})
+        object.__setattr__(
+            self,
+            "validators",
+            {f.name: checker(f.type, f.name, in_key=f.name in key, indexed=f.name in idx) for f in parsed},
+        )
+        object.__setattr__(self, "key_validators", tuple(checker(by_name[k].type, k, in_key=True) for k in key))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("TableSpec is immutable")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its definition: the precomputed checks are closures.
+        return (TableSpec, (self.name, self.fields, self.primary_key, self.indexes))
 
     # -- lookups -------------------------------------------------------------
     @property

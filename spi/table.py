@@ -1,8 +1,8 @@
 """The table API inside a transaction, built once on a few provider primitives.
 
 A provider subclasses :class:`TableBase` and implements the primitives
-(``_get``, ``_put``, ``_remove``, ``_scan``, ``_split`` and ``_explain``; ``_count`` and
-``_load_batch`` have generic defaults). Every public operation — validation,
+(``_get``, ``_put``, ``_remove``, ``_scan``, ``_split`` and ``_explain``; ``_count``,
+``_get_many``, ``_scan_rows`` and ``_load_batch`` have generic defaults built on them). Every public operation — validation,
 versions, conditions, defaults, increments, compare-and-swap, range writes, bulk
 load batching, pagination tokens, multi-range merges — is implemented here, so
 every provider gives the same answers to the same operations.
@@ -118,14 +118,32 @@ class TableBase(ABC):
         """Rows in range matching ``where``; providers may count without reading rows."""
         return sum(1 for _ in self._scan(ScanRequest(key_range, where)))
 
+    def _get_many(self, keys: list[tuple[Any, ...]]) -> list[Stored | None]:
+        """The stored rows with these (validated, distinct) keys, in order; providers
+        may fetch them in one round trip."""
+        return [self._get(k) for k in keys]
+
+    def _scan_rows(self, request: ScanRequest) -> Iterator[Row]:
+        """What ``_scan`` yields, as rows of every column; providers may build the
+        rows directly."""
+        return itertools.starmap(Row.adopt, self._scan(request))
+
     def _load_batch(self, rows: list[dict[str, Any]], mode: str) -> None:
-        """Write a batch of validated rows; providers override with a bulk path.
+        """Write a batch of validated rows; providers may override with a bulk path.
 
         Must behave exactly like one ``upsert``/``insert``/``replace`` per row in order.
+        The existing rows are fetched with one ``_get_many``; a batch that repeats a key
+        reads each row just before writing it, so later rows see earlier ones.
         """
-        write = {"upsert": self._upsert_valid, "insert": self._insert_valid, "replace": self._replace_valid}[mode]
-        for values in rows:
-            write(values)
+        write = {"upsert": self._upsert_at, "insert": self._insert_at, "replace": self._replace_at}[mode]
+        keys = [key_of(self.spec, values) for values in rows]
+        olds: Iterable[Stored | None]
+        if len(set(keys)) == len(keys):
+            olds = self._get_many(keys)
+        else:
+            olds = map(self._get, keys)  # lazy: each read follows the writes before it
+        for key, values, old in zip(keys, rows, olds):
+            write(key, values, old)
 
     # ---------------------------------------------------------------- helpers
     def _key(self, key: KeyLike) -> tuple[Any, ...]:
@@ -155,37 +173,40 @@ class TableBase(ABC):
         self._put(key, values, version, old)
         return version
 
-    def _upsert_valid(self, values: dict[str, Any]) -> int:
-        key = key_of(self.spec, values)
-        old = self._get(key)
+    # Writes of validated ``values`` with key ``key`` over ``old``, what is stored there.
+    def _upsert_at(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None) -> int:
         merged = full_row(self.spec, values) if old is None else {**old.values, **values}
         return self._write(key, merged, old)
 
-    def _insert_valid(self, values: dict[str, Any]) -> int:
-        key = key_of(self.spec, values)
-        old = self._get(key)
+    def _insert_at(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None) -> int:
         if old is not None:
             raise RowExistsError(f"a row with key {key!r} already exists in {self.name!r}", key=key)
         return self._write(key, full_row(self.spec, values), None)
 
-    def _replace_valid(self, values: dict[str, Any], version: int | None = None) -> int:
-        key = key_of(self.spec, values)
-        old = self._get(key)
+    def _replace_at(
+        self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None, version: int | None = None
+    ) -> int:
         self._check_version(key, old, version)
         return self._write(key, full_row(self.spec, values), old)
 
     # ------------------------------------------------------------------ writes
     def upsert(self, row: Mapping[str, Any]) -> int:
         """Insert, or merge the given columns into the existing row; the new version."""
-        return self._upsert_valid(validate_row(self.spec, row))
+        values = validate_row(self.spec, row)
+        key = key_of(self.spec, values)
+        return self._upsert_at(key, values, self._get(key))
 
     def insert(self, row: Mapping[str, Any]) -> int:
         """Insert a new row; :class:`RowExistsError` if the key exists."""
-        return self._insert_valid(validate_row(self.spec, row))
+        values = validate_row(self.spec, row)
+        key = key_of(self.spec, values)
+        return self._insert_at(key, values, self._get(key))
 
     def replace(self, row: Mapping[str, Any], *, version: int | None = None) -> int:
         """Overwrite the whole row (unset columns become null), optionally conditionally."""
-        return self._replace_valid(validate_row(self.spec, row), version)
+        values = validate_row(self.spec, row)
+        key = key_of(self.spec, values)
+        return self._replace_at(key, values, self._get(key), version)
 
     def update(
         self,
@@ -328,17 +349,19 @@ class TableBase(ABC):
     # ------------------------------------------------------------------- reads
     def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:
         """The row with this complete key, or None."""
-        proj = check_projection(self.spec, columns)
-        stored = self._get(self._key(key))
+        proj = None if columns is None else check_projection(self.spec, columns)
+        stored = self._get(normalize_key(self.spec, key))
         return None if stored is None else self._row(stored, proj)
 
     def read_many(self, keys: Iterable[KeyLike], *, columns: Iterable[str] | None = None) -> list[Row | None]:
         """Rows for ``keys``, in order (None for a missing one)."""
         proj = check_projection(self.spec, columns)
         normalized = [self._key(k) for k in keys]
+        distinct = list(dict.fromkeys(normalized))
+        found = dict(zip(distinct, self._get_many(distinct)))
         out: list[Row | None] = []
         for k in normalized:
-            stored = self._get(k)
+            stored = found[k]
             out.append(None if stored is None else self._row(stored, proj))
         return out
 
@@ -375,7 +398,8 @@ class TableBase(ABC):
         request = self._request(range, where, order_by, descending, None, check_limit(limit))
         if request.limit == 0:
             return iter(())
-        return (self._row(s, proj) for s in self._scan(request))
+        rows = self._scan_rows(request)
+        return rows if proj is None else (_project(r, proj) for r in rows)
 
     def scan_page(
         self,
@@ -399,8 +423,8 @@ class TableBase(ABC):
         if n == 0:
             keep = position or ScanPosition(request.order_by, request.descending, None)
             return Page([], encode_token(self.spec, keep))
-        stored = list(
-            self._scan(
+        rows = list(
+            self._scan_rows(
                 ScanRequest(
                     request.key_range,
                     request.where,
@@ -411,12 +435,14 @@ class TableBase(ABC):
                 )
             )
         )
-        if len(stored) <= n:
-            return Page([self._row(s, proj) for s in stored], None)
-        page = stored[:n]
-        last = sort_position(self.spec, page[-1].values, request.order_by)
+        page = rows[:n]
+        if proj is not None:
+            page = [_project(r, proj) for r in page]
+        if len(rows) <= n:
+            return Page(page, None)
+        last = sort_position(self.spec, rows[n - 1], request.order_by)
         token = encode_token(self.spec, ScanPosition(request.order_by, request.descending, last))
-        return Page([self._row(s, proj) for s in page], token)
+        return Page(page, token)
 
     def multi_scan(
         self,
@@ -450,6 +476,10 @@ class TableBase(ABC):
         """How the provider will run this scan."""
         request = self._request(range, where, order_by, False, None, None)
         return self._explain(request.key_range, request.where, request.order_by)
+
+
+def _project(row: Row, columns: tuple[str, ...]) -> Row:
+    return Row.adopt({c: row[c] for c in columns}, row.version)
 
 
 def merge_scans(

@@ -7,32 +7,29 @@ from typing import Any
 
 from spi.errors import InvalidFieldError
 from spi.spec import TableSpec
-from spi.types import validate_value
 
 
 def validate_columns(spec: TableSpec, row: Any, *, what: str = "row") -> dict[str, Any]:
     """Validate the columns present in ``row`` (no completeness check)."""
-    if not isinstance(row, Mapping):
+    if type(row) is not dict and not isinstance(row, Mapping):
         raise InvalidFieldError(f"a {what} must be a mapping of column to value, got {type(row).__name__}")
-    out: dict[str, Any] = {}
-    checks = spec.checks
-    for column, value in row.items():
-        check = checks.get(column) if isinstance(column, str) else None
-        if check is None:
-            spec.type_of(str(column))  # raises the unknown-column error
-            raise AssertionError("unreachable")
-        out[column] = validate_value(check[0], value, column, in_key=check[1], indexed=check[2])
-    return out
+    validators = spec.validators
+    if not row.keys() <= validators.keys():
+        for column in row:
+            if not isinstance(column, str) or column not in validators:
+                spec.type_of(str(column))  # raises the unknown-column error
+    return {column: validators[column](value) for column, value in row.items()}
 
 
 def validate_row(spec: TableSpec, row: Any) -> dict[str, Any]:
     """Validate a row for writing: every key column present, every value typed."""
     values = validate_columns(spec, row)
-    missing = [k for k in spec.primary_key if k not in values]
-    if missing:
-        raise InvalidFieldError(
-            f"row for {spec.name!r} is missing key column(s) {', '.join(missing)}", column=missing[0]
-        )
+    for k in spec.primary_key:
+        if k not in values:
+            missing = [c for c in spec.primary_key if c not in values]
+            raise InvalidFieldError(
+                f"row for {spec.name!r} is missing key column(s) {', '.join(missing)}", column=missing[0]
+            )
     return values
 
 
@@ -48,9 +45,13 @@ def validate_changes(spec: TableSpec, changes: Any, *, what: str = "changes") ->
     return values
 
 
-def full_row(spec: TableSpec, values: Mapping[str, Any]) -> dict[str, Any]:
-    """Every column of the spec, null where ``values`` has none, in declaration order."""
-    return {c: values.get(c) for c in spec.columns}
+def full_row(spec: TableSpec, values: dict[str, Any]) -> dict[str, Any]:
+    """Every column of the spec, null where ``values`` has none, in declaration order
+    (``values`` itself when it already is such a row)."""
+    columns = spec.columns
+    if len(values) == len(columns) and tuple(values) == columns:
+        return values
+    return {c: values.get(c) for c in columns}
 
 
 def check_projection(spec: TableSpec, columns: Iterable[str] | None) -> tuple[str, ...] | None:

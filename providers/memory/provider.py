@@ -26,6 +26,10 @@ class _MemorySession(StoreSession):
         for k in data.irange(lo, hi, inclusive=(True, False), reverse=reverse):
             yield k, data[k]
 
+    def values(self, lo: bytes, hi: bytes | None, reverse: bool) -> Iterator[bytes]:
+        data = self._store.data
+        return map(data.__getitem__, data.irange(lo, hi, inclusive=(True, False), reverse=reverse))
+
     def commit(self, range_deletes: list[tuple[bytes, bytes]], writes: list[tuple[bytes, bytes | None]]) -> None:
         data = self._store.data
         for lo, hi in range_deletes:

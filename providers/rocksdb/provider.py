@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from itertools import islice
+from collections.abc import Callable, Iterator
+from itertools import chain, islice
 from typing import Any
 
 from providers.rocksdb.handle import PathHandle, driver_error, handle_for
@@ -36,10 +36,56 @@ class _RocksSession(StoreSession):
         except Exception as exc:
             raise driver_error(exc, "reading", self._handle.path) from None
 
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        try:
+            return self._db.get(keys)  # type: ignore[no-any-return]
+        except Exception as exc:
+            raise driver_error(exc, "reading", self._handle.path) from None
+
     def iterate(self, lo: bytes, hi: bytes | None, reverse: bool) -> Iterator[tuple[bytes, bytes]]:
-        box = [self._items(lo, hi, reverse)]
+        return self._backwards(lo, hi) if reverse else self._forwards("items", lo, hi)
+
+    def values(self, lo: bytes, hi: bytes | None, reverse: bool) -> Iterator[bytes]:
+        if reverse:
+            return (v for _, v in self._backwards(lo, hi))
+        return self._forwards("values", lo, hi)
+
+    def _forwards(self, what: str, lo: bytes, hi: bytes | None) -> Iterator[Any]:
+        """``Rdict.items`` or ``Rdict.values`` from ``lo``, stopped by RocksDB at ``hi``."""
+
+        def start() -> Any:
+            import rocksdict
+
+            options = rocksdict.ReadOptions()
+            if hi is not None:
+                options.set_iterate_upper_bound(hi)
+            return getattr(self._db, what)(from_key=lo, read_opt=options)
+
+        return self._chunks(start)
+
+    def _backwards(self, lo: bytes, hi: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        # No iterate_lower_bound: in rocksdict 0.3.29 setting it clobbers the upper bound.
+        # Backwards from seek_for_prev(hi): skip hi itself, stop below lo.
+        db = self._db
+        for item in self._chunks(lambda: db.items(backwards=True, from_key=hi) if hi is not None else db.items(True)):
+            if item[0] < lo:
+                return
+            if hi is None or item[0] < hi:
+                yield item
+
+    def _chunks(self, start: Callable[[], Any]) -> Iterator[Any]:
+        """What the iterator ``start()`` opens (when first asked), fetched in growing chunks
+        from a box that :meth:`release` empties."""
+        return chain.from_iterable(self._chunk_lists(start))  # flattened in C, not per item in Python
+
+    def _chunk_lists(self, start: Callable[[], Any]) -> Iterator[list[Any]]:
+        box: list[Any] = []
         self._boxes[id(box)] = box
         try:
+            try:
+                box.append(start())
+            except Exception as exc:
+                raise driver_error(exc, "scanning", self._handle.path) from None
             size = _FIRST_CHUNK
             while True:
                 if not box:
@@ -48,35 +94,13 @@ class _RocksSession(StoreSession):
                     chunk = list(islice(box[0], size))
                 except Exception as exc:
                     raise driver_error(exc, "scanning", self._handle.path) from None
-                if reverse:
-                    # Backwards from seek_for_prev(hi): skip hi itself, stop below lo.
-                    for item in chunk:
-                        if item[0] < lo:
-                            return
-                        if hi is None or item[0] < hi:
-                            yield item
-                else:
-                    yield from chunk
+                yield chunk
                 if len(chunk) < size:
                     return
                 size = min(size * 4, _MAX_CHUNK)
         finally:
             box.clear()
             self._boxes.pop(id(box), None)
-
-    def _items(self, lo: bytes, hi: bytes | None, reverse: bool) -> Any:
-        import rocksdict
-
-        try:
-            if reverse:
-                # No iterate_lower_bound: in rocksdict 0.3.29 setting it clobbers the upper bound.
-                return self._db.items(backwards=True, from_key=hi) if hi is not None else self._db.items(True)
-            options = rocksdict.ReadOptions()
-            if hi is not None:
-                options.set_iterate_upper_bound(hi)
-            return self._db.items(from_key=lo, read_opt=options)
-        except Exception as exc:
-            raise driver_error(exc, "scanning", self._handle.path) from None
 
     def commit(self, range_deletes: list[tuple[bytes, bytes]], writes: list[tuple[bytes, bytes | None]]) -> None:
         import rocksdict
@@ -85,11 +109,12 @@ class _RocksSession(StoreSession):
             batch = rocksdict.WriteBatch(raw_mode=True)
             for lo, hi in range_deletes:
                 batch.delete_range(lo, hi)
+            put, delete = batch.put, batch.delete
             for key, value in writes:
                 if value is None:
-                    batch.delete(key)
+                    delete(key)
                 else:
-                    batch.put(key, value)
+                    put(key, value)
             options = rocksdict.WriteOptions()
             options.sync = self._sync
             self._db.write(batch, options)

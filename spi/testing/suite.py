@@ -753,6 +753,24 @@ class ConformanceTests:
         row = t.read(("eu", 1))
         assert row["status"] == "a" and row["total"] == 2.0 and row.version == 2
 
+    def test_load_in_a_transaction_sees_stored_and_buffered_rows(self, provider: Any) -> None:
+        provider.admin.create(ORDERS)
+        t = provider.table("orders")
+        t.load([{"region": "eu", "id": i, "status": "s"} for i in range(0, 10, 2)])
+        with provider.transaction() as tx:
+            tt = tx.table("orders")
+            tt.upsert({"region": "eu", "id": 3, "status": "buffered"})
+            tt.upsert({"region": "eu", "id": 4, "note": "b"})
+            tt.load([{"region": "eu", "id": i, "total": 1.0} for i in range(10)], batch_size=4)
+            got = [(r["id"], r["status"], r["total"], r.version) for r in tt.scan()]
+        status = {0: "s", 2: "s", 3: "buffered", 4: "s", 6: "s", 8: "s"}
+        versions = {0: 2, 2: 2, 3: 2, 4: 3, 6: 2, 8: 2}
+        assert got == [(i, status.get(i), 1.0, versions.get(i, 1)) for i in range(10)]
+        assert t.read(("eu", 4))["note"] == "b"
+        t.load([{"region": "eu", "id": 1, "note": "x"}, {"region": "eu", "id": 1, "status": "y"}], mode="replace")
+        row = t.read(("eu", 1))
+        assert row["note"] is None and row["status"] == "y" and row["total"] is None and row.version == 3
+
     def test_load_streams_a_generator(self, provider: Any) -> None:
         provider.admin.create(COUNTERS)
         t = provider.table("counters")
