@@ -55,7 +55,7 @@ class TableSpec:
     index set are equal: field declaration order does not matter.
     """
 
-    __slots__ = ("_by_name", "fields", "indexes", "name", "primary_key")
+    __slots__ = ("_by_name", "_hash", "fields", "indexes", "name", "primary_key")
 
     name: str
     fields: tuple[Field, ...]
@@ -100,6 +100,7 @@ class TableSpec:
         object.__setattr__(self, "primary_key", key)
         object.__setattr__(self, "indexes", idx)
         object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_hash", hash(self._identity()))  # specs key caches: hash once
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("TableSpec is immutable")
@@ -149,10 +150,10 @@ class TableSpec:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TableSpec):
             return NotImplemented
-        return self._identity() == other._identity()
+        return self is other or (self._hash == other._hash and self._identity() == other._identity())
 
     def __hash__(self) -> int:
-        return hash(self._identity())
+        return self._hash
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}:{f.type}" for f in self.fields)

@@ -38,7 +38,11 @@ LOAD_MODES = ("upsert", "insert", "replace")
 
 
 class Stored(NamedTuple):
-    """A stored row as the primitives exchange it: every column, and its version."""
+    """A stored row as the primitives exchange it: every column, and its version.
+
+    ``values`` is a fresh dict the receiver owns (reads hand it to :class:`Row`
+    without copying), so a provider must not keep or reuse it.
+    """
 
     values: dict[str, Any]
     version: int
@@ -143,8 +147,8 @@ class TableBase(ABC):
 
     def _row(self, stored: Stored, columns: tuple[str, ...] | None) -> Row:
         if columns is None:
-            return Row(stored.values, stored.version)
-        return Row({c: stored.values[c] for c in columns}, stored.version)
+            return Row.adopt(stored.values, stored.version)
+        return Row.adopt({c: stored.values[c] for c in columns}, stored.version)
 
     def _write(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None) -> int:
         version = 1 if old is None else old.version + 1

@@ -20,6 +20,7 @@ Fixtures (exported by ``tests/conftest.py``):
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -125,8 +126,19 @@ class ThrowawayPostgres:
             options += f" -p {self.port} -k {self.root}"
             try:
                 self._run(
-                    [self.bin("pg_ctl"), "-D", data, "-l", os.path.join(self.root, "log"), "-w", "-t", "60"]
-                    + ["-o", options, "start"]
+                    [
+                        self.bin("pg_ctl"),
+                        "-D",
+                        data,
+                        "-l",
+                        os.path.join(self.root, "log"),
+                        "-w",
+                        "-t",
+                        "60",
+                        "-o",
+                        options,
+                        "start",
+                    ]
                 )
                 break
             except subprocess.CalledProcessError as exc:
@@ -160,10 +172,8 @@ class ThrowawayPostgres:
         """Stop the server at once and delete its directory."""
         data = os.path.join(self.root, "data")
         if self.root and os.path.exists(os.path.join(data, "postmaster.pid")):
-            try:
+            with contextlib.suppress(subprocess.CalledProcessError):
                 self._run([self.bin("pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"])
-            except subprocess.CalledProcessError:
-                pass
         if self.root:
             shutil.rmtree(self.root, ignore_errors=True)
             self.root = ""

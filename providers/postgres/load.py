@@ -52,12 +52,14 @@ def load_batch(
     if len(set(keys)) < len(keys):
         sequential(rows, mode)
         return
+    every = spec.columns
+    groups: dict[tuple[str, ...], list[int]] = {}
     if mode == "upsert":
-        groups: dict[tuple[str, ...], list[int]] = {}
         for i, r in enumerate(rows):
-            groups.setdefault(tuple(c for c in spec.columns if c in r), []).append(i)
+            given = every if len(r) == len(every) else tuple(c for c in every if c in r)
+            groups.setdefault(given, []).append(i)
     else:
-        groups = {spec.columns: list(range(len(rows)))}
+        groups[every] = list(range(len(rows)))
     for columns, positions in groups.items():
         _load_group(tx, table, columns, [rows[i] for i in positions], [keys[i] for i in positions], mode)
 
@@ -72,15 +74,29 @@ def _load_group(
 ) -> None:
     spec, target = table.spec, table.sql_table
     span = ResolvedRange(min(keys), True, max(keys), True)
-    occupied = tx.execute(sa.select(sa.literal(1)).select_from(target).where(*range_condition(target, spec, span)).limit(1))
+    occupied = tx.execute(
+        sa.select(sa.literal(1)).select_from(target).where(*range_condition(target, spec, span)).limit(1)
+    )
     if occupied.first() is None:
         # No row in the batch's key range: every row is an insert at version 1.
-        _copy(tx, target.schema, target.name, [*columns, VERSION], [*(COPY_TYPES[spec.type_of(c)] for c in columns), "int8"],
-              ([*(r.get(c) for c in columns), 1] for r in rows))
+        _copy(
+            tx,
+            target.schema,
+            target.name,
+            [*columns, VERSION],
+            [*(COPY_TYPES[spec.type_of(c)] for c in columns), "int8"],
+            ((*map(r.get, columns), 1) for r in rows),
+        )
         return
     temp = _temp_table(tx, target, columns)
-    _copy(tx, None, temp.name, [POSITION, *columns], ["int8", *(COPY_TYPES[spec.type_of(c)] for c in columns)],
-          ([i, *(r.get(c) for c in columns)] for i, r in enumerate(rows)))
+    _copy(
+        tx,
+        None,
+        temp.name,
+        [POSITION, *columns],
+        ["int8", *(COPY_TYPES[spec.type_of(c)] for c in columns)],
+        ((i, *map(r.get, columns)) for i, r in enumerate(rows)),
+    )
     if mode == "insert":
         clash = tx.execute(
             sa.select(temp.c[POSITION])

@@ -98,9 +98,7 @@ def compile_where(table: sa.Table, expr: Expr) -> Any:
     raise TypeError(f"not a filter expression: {expr!r}")
 
 
-def after_condition(
-    table: sa.Table, spec: TableSpec, order_by: str | None, descending: bool, after: bytes
-) -> Any:
+def after_condition(table: sa.Table, spec: TableSpec, order_by: str | None, descending: bool, after: bytes) -> Any:
     """Rows strictly after the encoded sort position ``after`` in the scan's order.
 
     Nulls of ``order_by`` come first ascending (last descending), then values, with

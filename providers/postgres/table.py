@@ -21,7 +21,7 @@ from spi.table import ScanRequest, Stored, TableBase
 if TYPE_CHECKING:
     from providers.postgres.provider import PgTransaction
 
-STREAM_ABOVE = 1000
+STREAM_ABOVE = 10_000
 """Scans that may return more rows than this stream through a server-side cursor."""
 FETCH_ROWS = 2000
 """Rows fetched per round trip from a server-side cursor."""
@@ -50,12 +50,12 @@ class TableSql:
 
     def stored(self, row: Any) -> Stored:
         """A fetched row (columns in spec order, then the version) as :class:`Stored`."""
-        values = list(row)
-        for i, convert in self.converters:
-            v = values[i]
-            if v is not None:
-                values[i] = convert(v)
-        return Stored(dict(zip(self.columns, values)), values[-1])
+        if self.converters:
+            row = list(row)
+            for i, convert in self.converters:
+                if row[i] is not None:
+                    row[i] = convert(row[i])
+        return Stored(dict(zip(self.columns, row)), row[-1])
 
     def key_params(self, key: tuple[Any, ...]) -> dict[str, Any]:
         """Bind parameters for a key."""
@@ -77,12 +77,14 @@ def _compile_explain(element: Explain, compiler: Any, **kw: Any) -> str:
 
 
 class _Cursor:
-    """Rows of a scan; refuses to go on once its transaction ended."""
+    """Rows of a streaming scan, fetched in chunks; refuses to go on once its
+    transaction ended."""
 
     def __init__(self, tx: PgTransaction, result: Any, sql: TableSql) -> None:
         self._tx = tx
         self._result = result
         self._sql = sql
+        self._chunk: Iterator[Stored] = iter(())
 
     def __iter__(self) -> _Cursor:
         return self
@@ -90,17 +92,21 @@ class _Cursor:
     def __next__(self) -> Stored:
         if self._tx.ended:
             raise KvError("this scan's transaction has ended; scans are valid only inside their transaction")
-        with self._tx.errors():
-            row = self._result.fetchone()
+        row = next(self._chunk, None)
         if row is None:
-            self.close()
-            raise StopIteration
-        return self._sql.stored(row)
+            with self._tx.errors():
+                rows = self._result.fetchmany(FETCH_ROWS)
+            if not rows:
+                self.close()
+                raise StopIteration
+            stored = self._sql.stored
+            self._chunk = iter([stored(r) for r in rows])
+            row = next(self._chunk)
+        return row
 
     def close(self) -> None:
         """Close the server-side cursor."""
-        if self._result is not None:
-            self._result.close()
+        self._result.close()
 
 
 class PgTable(TableBase):
@@ -117,8 +123,7 @@ class PgTable(TableBase):
         return self._sql.table
 
     def _get(self, key: tuple[Any, ...]) -> Stored | None:
-        row = self._tx.execute(self._sql.get, self._sql.key_params(key)).first()
-        return None if row is None else self._sql.stored(row)
+        return self._tx.fetch_row(self._sql, key)
 
     def _put(self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None) -> None:
         if old is None:
@@ -146,10 +151,13 @@ class PgTable(TableBase):
             limit=request.limit,
         )
         if request.limit is not None and request.limit <= STREAM_ABOVE:
-            rows = self._tx.execute(stmt).fetchall()
-            return iter([self._sql.stored(r) for r in rows])
-        result = self._tx.execute(stmt, stream=True)
-        return self._tx.track(_Cursor(self._tx, result, self._sql))
+            cursor = self._tx.query(stmt)
+            with self._tx.errors():
+                rows = cursor.fetchall()
+            cursor.close()
+            stored = self._sql.stored
+            return iter([stored(r) for r in rows])
+        return self._tx.track(_Cursor(self._tx, self._tx.query(stmt, stream=True), self._sql))
 
     def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
         return int(self._tx.execute(count_select(self._sql.table, self.spec, key_range, where)).scalar_one())

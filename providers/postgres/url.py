@@ -52,7 +52,9 @@ def parse_url(url: str) -> PgSettings:
         parsed = make_url(url)
         parsed.port  # noqa: B018 - raises on a non-numeric port
     except (ArgumentError, ValueError):
-        raise UrlError(f"malformed PostgreSQL URL {masked!r}; expected postgresql+psycopg://user@host:port/db") from None
+        raise UrlError(
+            f"malformed PostgreSQL URL {masked!r}; expected postgresql+psycopg://user@host:port/db"
+        ) from None
     if not parsed.database:
         raise UrlError(f"PostgreSQL URL {masked!r} names no database: add /DBNAME after the host")
     query: dict[str, Any] = {}
