@@ -62,6 +62,7 @@ class TableSpec:
     primary_key: tuple[str, ...]
     indexes: tuple[str, ...]
     _by_name: dict[str, Field]
+    _hash: int
 
     def __init__(
         self,

@@ -360,3 +360,46 @@ def test_url_forms(pg_server: Any) -> None:
         spi.connect("postgresql+psycopg://u:pw@host:notaport/db")
     with pytest.raises(UrlError):
         spi.connect(f"postgresql://{base}?schema=a&pool_size=x")
+
+
+def test_reads_notice_schema_changes_from_another_client(pg_factory: Callable[..., Any]) -> None:
+    first = pg_factory()
+    second = spi.connect(first.url)  # another client: its own pool and caches
+    try:
+        first.admin.create(COUNTERS)
+        first.table("counters").upsert({"name": "a", "n": 1})
+        assert dict(second.table("counters").read(("a",))) == {"name": "a", "n": 1}
+        wider = spi.TableSpec("counters", [*COUNTERS.fields, spi.Field("extra", "string")], ["name"])
+        first.admin.create_or_update(wider)
+        first.table("counters").update(("a",), {"extra": "x"})
+        assert dict(second.table("counters").read(("a",))) == {"name": "a", "n": 1, "extra": "x"}
+        first.admin.drop("counters")
+        with pytest.raises(spi.errors.TableNotFoundError):
+            second.table("counters").read(("a",))
+        first.admin.create(spi.TableSpec("counters", [spi.Field("name", "string"), spi.Field("m", "int")], ["name"]))
+        first.table("counters").upsert({"name": "a", "m": 2})
+        assert dict(second.table("counters").read(("a",))) == {"name": "a", "m": 2}
+    finally:
+        second.close()
+
+
+def test_bench_smoke(pg_server: Any) -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "bench", "postgres.py"),
+            "--rows",
+            "3000",
+            "--reads",
+            "300",
+            "--url",
+            pg_server.url,
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode in (0, 1), out.stderr  # 1: a target missed at this tiny size; no timing is asserted
+    for name in ("load", "point read", "full scan"):
+        assert any(line.startswith(name) and "x" in line for line in out.stdout.splitlines()), out.stdout

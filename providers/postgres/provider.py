@@ -254,7 +254,7 @@ class PostgresProvider(ProviderBase):
 
     def cached_read(self, name: str) -> tuple[TableSql, ReadStatement] | None:
         """The cached SQL and point-read statement of a table, if any."""
-        return self._by_name.get(name)
+        return None if self._closed else self._by_name.get(name)
 
     def autocommit_connection(self) -> Any:
         """A pooled psycopg connection in autocommit mode (implicit SERIALIZABLE statements)."""
