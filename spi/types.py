@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import struct
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
@@ -141,6 +142,43 @@ def validate_value(ftype: FieldType, value: Any, column: str, *, in_key: bool = 
             )
         return value.astimezone(dt.UTC)
     raise InvalidFieldError(f"unknown type {ftype!r} for column {column!r}", column=column)
+
+
+def value_checker(
+    ftype: FieldType, column: str, *, in_key: bool = False, indexed: bool = False
+) -> Callable[[Any], Any]:
+    """:func:`validate_value` for one column as a one-argument function (same results).
+
+    Bulk paths build one per column and call it per value: the usual Python type is
+    accepted with one inline test, anything else goes through the full checks.
+    """
+
+    def full(value: Any) -> Any:
+        return validate_value(ftype, value, column, in_key=in_key, indexed=indexed)
+
+    if ftype in _INT_RANGE:
+        lo, hi = _INT_RANGE[ftype]
+
+        def check_int(value: Any) -> Any:
+            return value if type(value) is int and lo <= value <= hi else full(value)
+
+        return check_int
+    if ftype is FieldType.STRING:
+        limit = MAX_KEY_BYTES if in_key or indexed else MAX_VALUE_BYTES
+
+        def check_str(value: Any) -> Any:
+            if type(value) is str and value.isascii() and len(value) <= limit and "\x00" not in value:
+                return value
+            return full(value)
+
+        return check_str
+    if ftype is FieldType.DOUBLE:
+
+        def check_double(value: Any) -> Any:
+            return value + 0.0 if type(value) is float and value == value else full(value)
+
+        return check_double
+    return full
 
 
 def _check_size(size: int, column: str, key_limited: bool) -> None:

@@ -2,34 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
 from spi.errors import InvalidFieldError
 from spi.spec import TableSpec
-from spi.types import FieldType, validate_value
+from spi.types import value_checker
 
 
 def validate_columns(spec: TableSpec, row: Any, *, what: str = "row") -> dict[str, Any]:
     """Validate the columns present in ``row`` (no completeness check)."""
     if not isinstance(row, Mapping):
         raise InvalidFieldError(f"a {what} must be a mapping of column to value, got {type(row).__name__}")
-    rules = _column_rules(spec)
+    checkers = _column_checkers(spec)
     out: dict[str, Any] = {}
     for column, value in row.items():
-        rule = rules.get(column) if isinstance(column, str) else None
-        if rule is None:
+        check = checkers.get(column)
+        if check is None:
             spec.type_of(str(column))  # raises the unknown-column error
             raise InvalidFieldError(f"column names must be strings, got {column!r}")
-        out[column] = validate_value(rule[0], value, column, in_key=rule[1], indexed=rule[2])
+        out[column] = check(value)
     return out
 
 
 @lru_cache(maxsize=256)
-def _column_rules(spec: TableSpec) -> dict[str, tuple[FieldType, bool, bool]]:
-    """Per column: (type, in the key, indexed) — looked up once per spec, not per value."""
-    return {f.name: (f.type, spec.is_key(f.name), spec.is_indexed(f.name)) for f in spec.fields}
+def _column_checkers(spec: TableSpec) -> dict[str, Callable[[Any], Any]]:
+    """Per column, its value validator (built once per spec, not per value)."""
+    return {
+        f.name: value_checker(f.type, f.name, in_key=spec.is_key(f.name), indexed=spec.is_indexed(f.name))
+        for f in spec.fields
+    }
 
 
 def validate_row(spec: TableSpec, row: Any) -> dict[str, Any]:

@@ -189,6 +189,8 @@ class PostgresProvider(ProviderBase):
         self.catalog = catalog_table(self.schema)
         self._sql: dict[TableSpec, TableSql] = {}
         self._by_name: dict[str, Any] = {}
+        self._local = threading.local()
+        self._held: list[Any] = []
         self._ready = False
         self._lock = threading.Lock()
         self._closed = False
@@ -257,12 +259,30 @@ class PostgresProvider(ProviderBase):
         return None if self._closed else self._by_name.get(name)
 
     def autocommit_connection(self) -> Any:
-        """A pooled psycopg connection in autocommit mode (implicit SERIALIZABLE statements)."""
-        if self._autocommit_engine is None:
+        """This thread's psycopg connection in autocommit mode, where every statement is
+        an implicit SERIALIZABLE transaction; kept checked out between reads."""
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            return held[1]
+        with self._lock:
+            if self._closed:
+                raise KvError(f"provider {self.url} is closed")
+            if self._autocommit_engine is None:
+                self._autocommit_engine = self._make_engine(isolation_level="AUTOCOMMIT", pool_pre_ping=False)
+            fairy = self._autocommit_engine.raw_connection()
+            self._held.append(fairy)
+        self._local.conn = (fairy, fairy.driver_connection)
+        return fairy.driver_connection
+
+    def drop_autocommit_connection(self) -> None:
+        """Discard this thread's autocommit connection (after an error)."""
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            self._local.conn = None
             with self._lock:
-                if self._autocommit_engine is None:
-                    self._autocommit_engine = self._make_engine(isolation_level="AUTOCOMMIT", pool_pre_ping=False)
-        return self._autocommit_engine.raw_connection()
+                if held[0] in self._held:
+                    self._held.remove(held[0])
+            held[0].invalidate()
 
     def ensure_schema(self) -> None:
         """Create the schema and catalog once per provider (if missing)."""
@@ -283,7 +303,11 @@ class PostgresProvider(ProviderBase):
     def close(self) -> None:
         """Dispose of the connection pool."""
         if not self._closed:
-            self._closed = True
+            with self._lock:
+                self._closed = True
+                held, self._held = self._held, []
+            for fairy in held:
+                fairy.close()
             self.engine.dispose()
             if self._autocommit_engine is not None:
                 self._autocommit_engine.dispose()

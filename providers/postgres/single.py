@@ -59,17 +59,11 @@ class _OneStatement:
 
     def fetch_row(self, sql: TableSql, key: tuple[Any, ...]) -> Stored | None:
         params = {"kv_name": sql.spec.name, **sql.key_params(key)}
-        conn = self._provider.autocommit_connection()
         try:
-            cursor = conn.cursor()
-            cursor.execute(self._statement.text, params, prepare=True)
-            row = cursor.fetchone()
-            cursor.close()
+            row = self._provider.autocommit_connection().execute(self._statement.text, params, prepare=True).fetchone()
         except Exception:
-            conn.invalidate()  # a broken session or a stale prepared plan: start afresh
+            self._provider.drop_autocommit_connection()  # broken session or stale prepared plan: start afresh
             raise Fallback from None
-        finally:
-            conn.close()
         if row is None or row[0] != self._statement.fingerprint:
             self._provider.forget_table(sql.spec.name)
             raise Fallback
@@ -99,7 +93,7 @@ class PgAutoCommitTable(AutoCommitTable):
     """The auto-commit handle, with ``read`` as a single statement when possible."""
 
     _provider: PostgresProvider
-    page_size = 5000
+    page_size = 10_000
     """Bigger pages than the default: a page costs a few round trips however long it is."""
 
     def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:
