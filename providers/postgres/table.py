@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
+from itertools import repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -25,6 +28,10 @@ STREAM_ABOVE = 10_000
 """Scans that may return more rows than this stream through a server-side cursor."""
 FETCH_ROWS = 2000
 """Rows fetched per round trip from a server-side cursor."""
+
+
+_new_stored = partial(tuple.__new__, Stored)
+_last = itemgetter(-1)
 
 
 class TableSql:
@@ -56,6 +63,13 @@ class TableSql:
                 if row[i] is not None:
                     row[i] = convert(row[i])
         return Stored(dict(zip(self.columns, row)), row[-1])
+
+    def stored_many(self, rows: list[Any]) -> list[Stored]:
+        """:meth:`stored` for a list of rows (C-level loops when no value needs converting)."""
+        if self.converters:
+            return [self.stored(r) for r in rows]
+        values = map(dict, map(zip, repeat(self.columns), rows))
+        return list(map(_new_stored, zip(values, map(_last, rows))))
 
     def key_params(self, key: tuple[Any, ...]) -> dict[str, Any]:
         """Bind parameters for a key."""
@@ -99,8 +113,7 @@ class _Cursor:
             if not rows:
                 self.close()
                 raise StopIteration
-            stored = self._sql.stored
-            self._chunk = iter([stored(r) for r in rows])
+            self._chunk = iter(self._sql.stored_many(rows))
             row = next(self._chunk)
         return row
 
@@ -155,8 +168,7 @@ class PgTable(TableBase):
             with self._tx.errors():
                 rows = cursor.fetchall()
             cursor.close()
-            stored = self._sql.stored
-            return iter([stored(r) for r in rows])
+            return iter(self._sql.stored_many(rows))
         return self._tx.track(_Cursor(self._tx, self._tx.query(stmt, stream=True), self._sql))
 
     def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
