@@ -153,6 +153,9 @@ class AutoCommitTable:
     is consistent, the whole scan is not a snapshot (use a transaction for that).
     """
 
+    page_size = AUTOCOMMIT_PAGE
+    """Rows per page (per transaction) of an auto-commit scan."""
+
     def __init__(self, provider: ProviderBase, name: str) -> None:
         self._provider = provider
         self.name = name
@@ -274,7 +277,7 @@ class AutoCommitTable:
         """Stream rows page by page (the first page is read now, so errors raise here)."""
         n = check_limit(limit)
         cols = None if columns is None else list(columns)
-        size = AUTOCOMMIT_PAGE if n is None else min(n, AUTOCOMMIT_PAGE)
+        size = self.page_size if n is None else min(n, self.page_size)
         first = self.scan_page(range, where=where, order_by=order_by, descending=descending, limit=size, columns=cols)
         if n == 0:
             return iter(())
@@ -292,7 +295,7 @@ class AutoCommitTable:
                     where=where,
                     order_by=order_by,
                     descending=descending,
-                    limit=AUTOCOMMIT_PAGE if left is None else min(left, AUTOCOMMIT_PAGE),
+                    limit=self.page_size if left is None else min(left, self.page_size),
                     after=page.next_token,
                     columns=cols,
                 )

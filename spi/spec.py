@@ -58,6 +58,7 @@ class TableSpec:
     __slots__ = (
         "_by_name",
         "_columns",
+        "_hash",
         "_key_types",
         "fields",
         "indexes",
@@ -73,6 +74,7 @@ class TableSpec:
     indexes: tuple[str, ...]
     _by_name: dict[str, Field]
     _columns: tuple[str, ...]
+    _hash: int
     _key_types: tuple[FieldType, ...]
     validators: dict[str, Callable[[Any], Any]]
     """Per column: its value check for rows (see :func:`spi.types.checker`)."""
@@ -125,6 +127,7 @@ class TableSpec:
             {f.name: checker(f.type, f.name, in_key=f.name in key, indexed=f.name in idx) for f in parsed},
         )
         object.__setattr__(self, "key_validators", tuple(checker(by_name[k].type, k, in_key=True) for k in key))
+        object.__setattr__(self, "_hash", hash(self._identity()))  # specs key caches: hash once
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("TableSpec is immutable")
@@ -178,10 +181,10 @@ class TableSpec:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TableSpec):
             return NotImplemented
-        return self._identity() == other._identity()
+        return self is other or (self._hash == other._hash and self._identity() == other._identity())
 
     def __hash__(self) -> int:
-        return hash(self._identity())
+        return self._hash
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}:{f.type}" for f in self.fields)

@@ -166,7 +166,7 @@ class TableBase(ABC):
         if columns is None:
             # Stored values are freshly decoded for each read: the row may own them.
             return Row.adopt(stored.values, stored.version)
-        return Row({c: stored.values[c] for c in columns}, stored.version)
+        return Row.adopt({c: stored.values[c] for c in columns}, stored.version)
 
     def _write(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None) -> int:
         version = 1 if old is None else old.version + 1

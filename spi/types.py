@@ -66,6 +66,18 @@ def validate_value(ftype: FieldType, value: Any, column: str, *, in_key: bool = 
     datetimes. ``None`` is allowed outside the key. Raises :class:`InvalidFieldError`
     for a wrong type or range and :class:`LimitExceededError` for an oversize value.
     """
+    # Fast paths for the common exact types; anything else takes the full checks below.
+    kind = type(value)
+    if kind is int and ftype in _INT_RANGE:
+        lo, hi = _INT_RANGE[ftype]
+        if lo <= value <= hi:
+            return value
+    elif kind is str and ftype is FieldType.STRING:
+        limit = MAX_KEY_BYTES if in_key or indexed else MAX_VALUE_BYTES
+        if value.isascii() and "\x00" not in value and len(value) <= limit:
+            return value
+    elif kind is float and ftype is FieldType.DOUBLE and value == value:
+        return value + 0.0
     if value is None:
         if in_key:
             raise InvalidFieldError(f"key column {column!r} cannot be null", column=column)

@@ -22,3 +22,7 @@ def need(what: str, ok: bool, why: str = "") -> None:
     if REQUIRE_ALL:
         pytest.fail(message + " (KVCTL_REQUIRE_ALL=1 turns this skip into a failure)")
     pytest.skip(message)
+
+
+# PostgreSQL test server fixtures (tests/pg_server.py): pg_server, pg_factory.
+from pg_server import pg_factory, pg_server  # noqa: E402, F401

@@ -1,0 +1,198 @@
+"""Table management: the catalog and transactional DDL.
+
+DDL runs at READ COMMITTED under a transaction-scoped advisory lock on the schema,
+so concurrent ``create_or_update`` calls (other processes, other hosts) apply one
+after the other, each seeing what the previous one committed; data transactions
+stay SERIALIZABLE and the DDL's table locks order them against schema changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.schema import CreateIndex, CreateSchema, CreateTable, DropTable
+
+from providers.postgres.schema import SQL_TYPES, VERSION, index_name, quoted
+from spi.errors import SchemaError, TableExistsError, TableNotFoundError
+from spi.provider import Admin
+from spi.spec import TableSpec, plan_schema_change, validate_name
+
+if TYPE_CHECKING:
+    from providers.postgres.provider import PgTransaction, PostgresProvider
+
+LOCK_CLASS = 0x6B76
+"""First key of kvctl's advisory locks (the second is the schema name's hash)."""
+
+
+class PgAdmin(Admin):
+    """Catalog reads and DDL, each call its own transaction."""
+
+    def __init__(self, provider: PostgresProvider) -> None:
+        self._p = provider
+
+    @contextmanager
+    def _ddl(self) -> Iterator[PgTransaction]:
+        with self._p.transaction(isolation="READ COMMITTED") as tx:
+            tx.execute(sa.select(sa.func.pg_advisory_xact_lock(LOCK_CLASS, sa.func.hashtext(self._p.schema))))
+            yield tx
+
+    def create_schema(self) -> None:
+        """CREATE SCHEMA and the catalog table if missing (serialised by the advisory lock)."""
+        from providers.postgres.provider import PgTransaction
+
+        catalog = self._p.catalog
+        with PgTransaction(self._p, isolation="READ COMMITTED") as tx:
+            tx.execute(sa.select(sa.func.pg_advisory_xact_lock(LOCK_CLASS, sa.func.hashtext(self._p.schema))))
+            tx.execute(CreateSchema(quoted(self._p.schema), if_not_exists=True))
+            tx.execute(CreateTable(catalog, if_not_exists=True))
+
+    def _row(self, tx: PgTransaction, name: str) -> Any:
+        catalog = self._p.catalog
+        return tx.execute(catalog.select().where(catalog.c.name == name)).first()
+
+    def _save(self, tx: PgTransaction, spec: TableSpec, *, new: bool) -> None:
+        catalog = self._p.catalog
+        values = {"spec": spec.to_dict(), "fingerprint": spec.fingerprint()}
+        if new:
+            tx.execute(catalog.insert().values(name=spec.name, **values))
+        else:
+            tx.execute(catalog.update().where(catalog.c.name == spec.name).values(**values))
+
+    def _create_in(self, tx: PgTransaction, spec: TableSpec) -> None:
+        table = self._p.table_sql(spec).table
+        qualified = _ident(tx, self._p.schema, spec.name)
+        exists = tx.execute(sa.select(sa.func.to_regclass(sa.literal(qualified, sa.Text)))).scalar_one()
+        if exists is not None:
+            raise TableExistsError(
+                f"schema {self._p.schema!r} already has a table {spec.name!r} that kvctl did not create"
+            )
+        tx.execute(CreateTable(table))
+        for index in sorted(table.indexes, key=lambda i: str(i.name)):
+            tx.execute(CreateIndex(index))
+        self._save(tx, spec, new=True)
+
+    def create(self, spec: TableSpec) -> None:
+        """Create a table; :class:`TableExistsError` if it exists."""
+        _check_spec(spec)
+        with self._ddl() as tx:
+            if self._row(tx, spec.name) is not None:
+                raise TableExistsError(f"table {spec.name!r} already exists")
+            self._create_in(tx, spec)
+
+    def create_or_update(self, spec: TableSpec) -> None:
+        """Create, no-op for an equal spec, or apply a compatible change in one transaction."""
+        _check_spec(spec)
+        with self._ddl() as tx:
+            row = self._row(tx, spec.name)
+            if row is None:
+                self._create_in(tx, spec)
+                return
+            old = TableSpec.from_dict(row.spec)
+            change = plan_schema_change(old, spec)
+            if change.empty:
+                return
+            table = self._p.table_sql(spec).table
+            name = _ident(tx, self._p.schema, spec.name)
+            for column in change.dropped_indexes:
+                tx.execute(sa.text(f"DROP INDEX {_ident(tx, self._p.schema, index_name(spec.name, column))}"))
+            for field in change.added_fields:
+                column_type = _type_sql(tx, field.type)
+                tx.execute(sa.text(f"ALTER TABLE {name} ADD COLUMN {_ident(tx, field.name)} {column_type}"))
+            for field in change.widened:
+                column_type = _type_sql(tx, field.type)
+                tx.execute(sa.text(f"ALTER TABLE {name} ALTER COLUMN {_ident(tx, field.name)} TYPE {column_type}"))
+            for index in sorted(table.indexes, key=lambda i: str(i.name)):
+                if any(str(index.name) == index_name(spec.name, c) for c in change.added_indexes):
+                    tx.execute(CreateIndex(index))
+            self._save(tx, spec, new=False)
+
+    def exists(self, name: str) -> bool:
+        """True if table ``name`` exists."""
+        with self._p.transaction() as tx:
+            return self._row(tx, name) is not None
+
+    def get_spec(self, name: str) -> TableSpec:
+        """The spec of table ``name``."""
+        with self._p.transaction() as tx:
+            return tx.spec(name)
+
+    def list_tables(self) -> list[str]:
+        """Every table name, sorted by code point."""
+        catalog = self._p.catalog
+        with self._p.transaction() as tx:
+            names = [r[0] for r in tx.execute(sa.select(catalog.c.name)).fetchall()]
+        return sorted(names)
+
+    def drop(self, name: str, *, missing_ok: bool = False) -> None:
+        """Drop table ``name`` with its rows and indexes."""
+        with self._ddl() as tx:
+            row = self._row(tx, name)
+            if row is None:
+                if missing_ok:
+                    return
+                raise TableNotFoundError(f"table {name!r} does not exist")
+            table = self._p.table_sql(TableSpec.from_dict(row.spec)).table
+            tx.execute(DropTable(table, if_exists=True))
+            catalog = self._p.catalog
+            tx.execute(catalog.delete().where(catalog.c.name == name))
+
+    def verify(self, name: str) -> list[str]:
+        """Compare the catalog spec with the real table: columns, types, key, indexes."""
+        problems: list[str] = []
+        with self._p.transaction() as tx:
+            spec = tx.spec(name)
+            expected = self._p.table_sql(spec).table
+            actual = _reflect(tx, self._p.schema, name)
+            if actual is None:
+                return [f"table {name!r} is in the catalog but missing from schema {self._p.schema!r}"]
+            columns, key, indexes = actual
+            for f in spec.fields:
+                want = _type_sql(tx, f.type)
+                got = columns.get(f.name)
+                if got is None:
+                    problems.append(f"column {f.name!r} is missing")
+                elif got != want:
+                    problems.append(f"column {f.name!r} is {got}, expected {want}")
+            if columns.get(VERSION) != "BIGINT":
+                problems.append(f"version column {VERSION!r} is missing or not bigint")
+            if key != list(spec.primary_key):
+                problems.append(f"primary key is {key}, expected {list(spec.primary_key)}")
+            for index in expected.indexes:
+                if str(index.name) not in indexes:
+                    problems.append(f"index {index.name!r} is missing")
+        return problems
+
+
+def _ident(tx: PgTransaction, *parts: str) -> str:
+    """A quoted (schema-qualified) identifier; names are validated, quoting is belt and braces."""
+    quote = tx.dialect.identifier_preparer.quote_identifier
+    return ".".join(quote(p) for p in parts)
+
+
+def _type_sql(tx: PgTransaction, ftype: Any) -> str:
+    return str(SQL_TYPES[ftype]().compile(dialect=tx.dialect))
+
+
+def _reflect(tx: PgTransaction, schema: str, name: str) -> tuple[dict[str, str], list[str], set[str]] | None:
+    inspector = sa.inspect(tx._conn)
+    with tx.errors():
+        if not inspector.has_table(name, schema=schema):
+            return None
+        columns = {
+            c["name"]: str(c["type"].compile(dialect=tx.dialect)) for c in inspector.get_columns(name, schema=schema)
+        }
+        key = list(inspector.get_pk_constraint(name, schema=schema)["constrained_columns"])
+        indexes = {str(i["name"]) for i in inspector.get_indexes(name, schema=schema)}
+    return columns, key, indexes
+
+
+def _check_spec(spec: Any) -> None:
+    if not isinstance(spec, TableSpec):
+        raise SchemaError(f"expected a TableSpec, got {type(spec).__name__}")
+    validate_name(spec.name, "table")
+
+
+__all__ = ["PgAdmin"]

@@ -1,0 +1,71 @@
+"""Turning driver exceptions into :mod:`spi.errors` (never leaking a password)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from spi.errors import (
+    ConflictError,
+    InvalidFieldError,
+    KvError,
+    LimitExceededError,
+    ProviderUnavailableError,
+    TableNotFoundError,
+)
+
+CONFLICT_STATES = {"40001", "40P01", "23505", "55P03"}
+"""Serialization failure, deadlock, concurrent unique insert, lock not available:
+the transaction lost a race and a retry may succeed."""
+_UNAVAILABLE_CLASSES = ("08", "28", "53", "57", "3D")
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    orig = getattr(exc, "orig", None) or exc
+    state = getattr(orig, "sqlstate", None)
+    return state if isinstance(state, str) else None
+
+
+def _reason(exc: BaseException, secret: str | None) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    text = " ".join(str(orig).split()) or type(orig).__name__
+    if secret:
+        text = text.replace(secret, "***")
+    return text
+
+
+def translate(exc: BaseException, where: str, secret: str | None = None) -> KvError:
+    """The :class:`KvError` for a driver exception raised while talking to ``where``."""
+    import psycopg
+    import sqlalchemy.exc as sa_exc
+
+    state = _sqlstate(exc)
+    reason = _reason(exc, secret)
+    if state in CONFLICT_STATES:
+        return ConflictError(f"transaction conflict on {where}, retry it: {reason}")
+    if state == "42P01":
+        return TableNotFoundError(f"table no longer exists on {where}: {reason}")
+    if state is not None and state.startswith("22"):
+        if state == "54000":
+            return LimitExceededError(f"value too large for {where}: {reason}")
+        return InvalidFieldError(f"value rejected by {where}: {reason}")
+    if state is not None and state.startswith(_UNAVAILABLE_CLASSES):
+        return ProviderUnavailableError(f"PostgreSQL at {where} is unavailable: {reason}")
+    orig = getattr(exc, "orig", None) or exc
+    if state is None and isinstance(orig, (psycopg.OperationalError, psycopg.InterfaceError)):
+        return ProviderUnavailableError(f"cannot reach PostgreSQL at {where}: {reason}")
+    if isinstance(exc, sa_exc.TimeoutError):
+        return ProviderUnavailableError(f"no free connection to {where} (pool exhausted): {reason}")
+    return KvError(f"PostgreSQL error on {where}: {reason}")
+
+
+@contextmanager
+def wrapped(where: str, secret: str | None = None) -> Iterator[None]:
+    """Re-raise driver and SQLAlchemy exceptions as :mod:`spi.errors`."""
+    import psycopg
+    import sqlalchemy.exc as sa_exc
+
+    try:
+        yield
+    except (sa_exc.SQLAlchemyError, psycopg.Error) as exc:
+        raise translate(exc, where, secret) from None

@@ -1,0 +1,111 @@
+"""How a :class:`TableSpec` maps onto PostgreSQL: column types, names, indexes, the catalog."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql as pg
+from sqlalchemy.sql import quoted_name
+
+from spi.spec import TableSpec
+from spi.types import FieldType, to_float32
+
+VERSION = "kv_version"
+"""The row version column (user columns cannot start with ``kv_``)."""
+CATALOG = "kv_catalog"
+"""The catalog table: one row per logical table with its spec as JSON."""
+MAX_IDENTIFIER = 63
+
+SQL_TYPES: dict[FieldType, Callable[[], Any]] = {
+    FieldType.INT: sa.Integer,
+    FieldType.LONG: sa.BigInteger,
+    FieldType.FLOAT: pg.REAL,
+    FieldType.DOUBLE: pg.DOUBLE_PRECISION,
+    FieldType.STRING: lambda: sa.Text(collation="C"),
+    FieldType.BYTES: pg.BYTEA,
+    FieldType.BOOL: sa.Boolean,
+    FieldType.TIMESTAMP: lambda: pg.TIMESTAMP(timezone=True),
+}
+"""The column type of each field type (strings compare by code point: COLLATE "C")."""
+
+
+def sql_type(ftype: FieldType) -> Any:
+    """A fresh SQLAlchemy type object for ``ftype``."""
+    return SQL_TYPES[ftype]()
+
+
+def quoted(name: str) -> quoted_name:
+    """An identifier SQLAlchemy always quotes (names are case-sensitive)."""
+    return quoted_name(name, True)
+
+
+def derived_name(prefix: str, *parts: str) -> str:
+    """A deterministic identifier of at most 63 bytes (long ones end in a hash)."""
+    name = "_".join((prefix, *parts))
+    if len(name.encode()) <= MAX_IDENTIFIER:
+        return name
+    digest = hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:12]
+    return f"{name[: MAX_IDENTIFIER - len(digest) - 1]}_{digest}"
+
+
+def index_name(table: str, column: str) -> str:
+    """Name of the secondary index on ``table.column``."""
+    return derived_name("kv_idx", table, column)
+
+
+def pkey_name(table: str) -> str:
+    """Name of the primary key constraint (explicit, so it never clashes with a table)."""
+    return derived_name("kv_pk", table)
+
+
+def build_table(spec: TableSpec, schema: str) -> sa.Table:
+    """The SQLAlchemy table for ``spec``: typed columns, primary key, version, indexes.
+
+    An index on column c covers (c NULLS FIRST, key...), so scans ordered by c
+    (nulls first, key as tie-break) read it in order in both directions.
+    """
+    metadata = sa.MetaData(schema=quoted(schema))
+    columns = [sa.Column(quoted(f.name), sql_type(f.type), nullable=not spec.is_key(f.name)) for f in spec.fields]
+    table = sa.Table(
+        quoted(spec.name),
+        metadata,
+        *columns,
+        sa.Column(VERSION, sa.BigInteger, nullable=False),
+        sa.PrimaryKeyConstraint(*(quoted(k) for k in spec.primary_key), name=quoted(pkey_name(spec.name))),
+    )
+    for column in spec.indexes:
+        index_columns = [table.c[column].nulls_first(), *(table.c[k] for k in spec.primary_key if k != column)]
+        sa.Index(quoted(index_name(spec.name, column)), *index_columns)
+    return table
+
+
+def catalog_table(schema: str) -> sa.Table:
+    """The catalog: ``name`` (text COLLATE "C") → ``spec`` (jsonb) and its fingerprint."""
+    return sa.Table(
+        CATALOG,
+        sa.MetaData(schema=quoted(schema)),
+        sa.Column("name", sa.Text(collation="C"), primary_key=True),
+        sa.Column("spec", pg.JSONB, nullable=False),
+        sa.Column("fingerprint", sa.Text, nullable=False),
+    )
+
+
+def _timestamp(value: dt.datetime) -> dt.datetime:
+    return value if value.tzinfo is dt.UTC else value.astimezone(dt.UTC)
+
+
+def row_converters(spec: TableSpec) -> list[tuple[int, Callable[[Any], Any]]]:
+    """(position, function) pairs turning fetched values into canonical SPI values."""
+    out: list[tuple[int, Callable[[Any], Any]]] = []
+    for i, f in enumerate(spec.fields):
+        if f.type is FieldType.FLOAT:
+            out.append((i, to_float32))  # real arrives as its shortest decimal text
+        elif f.type is FieldType.TIMESTAMP:
+            out.append((i, _timestamp))
+        elif f.type is FieldType.BYTES:
+            out.append((i, bytes))
+    return out

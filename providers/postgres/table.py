@@ -1,0 +1,205 @@
+"""Table primitives over one SQLAlchemy connection inside a serializable transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+from itertools import repeat
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import distinct_on
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.expression import ClauseElement, Executable
+
+from providers.postgres.schema import VERSION, build_table, row_converters
+from providers.postgres.sql import count_select, scan_select
+from spi.errors import KvError
+from spi.filters import Expr
+from spi.keys import Range, ResolvedRange
+from spi.spec import TableSpec
+from spi.table import ScanRequest, Stored, TableBase
+
+if TYPE_CHECKING:
+    from providers.postgres.provider import PgTransaction
+
+STREAM_ABOVE = 10_000
+"""Scans that may return more rows than this stream through a server-side cursor."""
+FETCH_ROWS = 2000
+"""Rows fetched per round trip from a server-side cursor."""
+
+
+_new_stored = partial(tuple.__new__, Stored)
+_last = itemgetter(-1)
+
+
+class TableSql:
+    """Everything derived from one spec: the SQLAlchemy table and prepared statements."""
+
+    def __init__(self, spec: TableSpec, schema: str) -> None:
+        self.spec = spec
+        self.table = build_table(spec, schema)
+        t = self.table
+        self.columns = spec.columns
+        self.converters = row_converters(spec)
+        key_binds = [t.c[k] == sa.bindparam(f"kv_k{i}") for i, k in enumerate(spec.primary_key)]
+        self.key_names = [f"kv_k{i}" for i in range(len(spec.primary_key))]
+        self.get = sa.select(t).where(*key_binds)
+        self.insert = t.insert()
+        self.update = (
+            t.update()
+            .where(*key_binds)
+            .values({c: sa.bindparam(f"kv_v_{c}") for c in spec.columns if not spec.is_key(c)})
+            .values({VERSION: sa.bindparam("kv_version_new")})
+        )
+        self.delete = t.delete().where(*key_binds)
+
+    def stored(self, row: Any) -> Stored:
+        """A fetched row (columns in spec order, then the version) as :class:`Stored`."""
+        if self.converters:
+            row = list(row)
+            for i, convert in self.converters:
+                if row[i] is not None:
+                    row[i] = convert(row[i])
+        return Stored(dict(zip(self.columns, row)), row[-1])
+
+    def stored_many(self, rows: list[Any]) -> list[Stored]:
+        """:meth:`stored` for a list of rows (C-level loops when no value needs converting)."""
+        if self.converters:
+            return [self.stored(r) for r in rows]
+        values = map(dict, map(zip, repeat(self.columns), rows))
+        return list(map(_new_stored, zip(values, map(_last, rows))))
+
+    def key_params(self, key: tuple[Any, ...]) -> dict[str, Any]:
+        """Bind parameters for a key."""
+        return dict(zip(self.key_names, key))
+
+
+class Explain(Executable, ClauseElement):
+    """``EXPLAIN <statement>`` with the statement's parameters bound."""
+
+    inherit_cache = False
+
+    def __init__(self, statement: Any) -> None:
+        self.statement = statement
+
+
+@compiles(Explain, "postgresql")
+def _compile_explain(element: Explain, compiler: Any, **kw: Any) -> str:
+    return "EXPLAIN " + compiler.process(element.statement, **kw)
+
+
+class _Cursor:
+    """Rows of a streaming scan, fetched in chunks; refuses to go on once its
+    transaction ended."""
+
+    def __init__(self, tx: PgTransaction, result: Any, sql: TableSql) -> None:
+        self._tx = tx
+        self._result = result
+        self._sql = sql
+        self._chunk: Iterator[Stored] = iter(())
+
+    def __iter__(self) -> _Cursor:
+        return self
+
+    def __next__(self) -> Stored:
+        if self._tx.ended:
+            raise KvError("this scan's transaction has ended; scans are valid only inside their transaction")
+        row = next(self._chunk, None)
+        if row is None:
+            with self._tx.errors():
+                rows = self._result.fetchmany(FETCH_ROWS)
+            if not rows:
+                self.close()
+                raise StopIteration
+            self._chunk = iter(self._sql.stored_many(rows))
+            row = next(self._chunk)
+        return row
+
+    def close(self) -> None:
+        """Close the server-side cursor."""
+        self._result.close()
+
+
+class PgTable(TableBase):
+    """One PostgreSQL table inside one transaction."""
+
+    def __init__(self, tx: PgTransaction, sql: TableSql) -> None:
+        super().__init__(sql.spec)
+        self._tx = tx
+        self._sql = sql
+
+    @property
+    def sql_table(self) -> sa.Table:
+        """The SQLAlchemy table (for the bulk load path)."""
+        return self._sql.table
+
+    def _get(self, key: tuple[Any, ...]) -> Stored | None:
+        return self._tx.fetch_row(self._sql, key)
+
+    def _put(self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None) -> None:
+        if old is None:
+            self._tx.execute(self._sql.insert, {**values, VERSION: version})
+            return
+        params = self._sql.key_params(key)
+        for c in self.spec.columns:
+            if not self.spec.is_key(c):
+                params[f"kv_v_{c}"] = values[c]
+        params["kv_version_new"] = version
+        self._tx.execute(self._sql.update, params)
+
+    def _remove(self, key: tuple[Any, ...], old: Stored) -> None:
+        self._tx.execute(self._sql.delete, self._sql.key_params(key))
+
+    def _scan(self, request: ScanRequest) -> Iterator[Stored]:
+        stmt = scan_select(
+            self._sql.table,
+            self.spec,
+            request.key_range,
+            request.where,
+            order_by=request.order_by,
+            descending=request.descending,
+            after=request.after,
+            limit=request.limit,
+        )
+        if request.limit is not None and request.limit <= STREAM_ABOVE:
+            cursor = self._tx.query(stmt)
+            with self._tx.errors():
+                rows = cursor.fetchall()
+            cursor.close()
+            return iter(self._sql.stored_many(rows))
+        return self._tx.track(_Cursor(self._tx, self._tx.query(stmt, stream=True), self._sql))
+
+    def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
+        return int(self._tx.execute(count_select(self._sql.table, self.spec, key_range, where)).scalar_one())
+
+    def _split(self, n: int) -> list[Range]:
+        t = self._sql.table
+        keys = [t.c[k] for k in self.spec.primary_key]
+        if n <= 1:
+            return [Range()]
+        bucket = sa.func.ntile(n).over(order_by=keys).label("kv_bucket")
+        inner = sa.select(*keys, bucket).subquery()
+        first = (
+            sa.select(*(inner.c[k] for k in self.spec.primary_key))
+            .ext(distinct_on(inner.c.kv_bucket))
+            .order_by(inner.c.kv_bucket, *(inner.c[k] for k in self.spec.primary_key))
+        )
+        starts = [tuple(r) for r in self._tx.execute(first).fetchall()][1:]
+        if not starts:
+            return [Range()]
+        bounds: list[tuple[Any, ...] | None] = [None, *starts, None]
+        return [Range(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+
+    def _explain(self, key_range: ResolvedRange, where: Expr | None, order_by: str | None) -> str:
+        stmt = scan_select(self._sql.table, self.spec, key_range, where, order_by=order_by)
+        compiled = stmt.compile(dialect=self._tx.dialect, compile_kwargs={"render_postcompile": True})
+        params = ", ".join(f"{k}={v!r}" for k, v in compiled.params.items())
+        plan = "\n".join(r[0] for r in self._tx.execute(Explain(stmt)).fetchall())
+        return f"SQL: {' '.join(str(compiled).split())}\nparameters: {params or '(none)'}\nplan:\n{plan}"
+
+    def _load_batch(self, rows: list[dict[str, Any]], mode: str) -> None:
+        from providers.postgres.load import load_batch
+
+        load_batch(self._tx, self, rows, mode, super()._load_batch)

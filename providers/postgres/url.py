@@ -1,0 +1,77 @@
+"""Parsing ``postgresql+psycopg://`` URLs into engine settings."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from spi.errors import UrlError
+from spi.registry import mask_password
+
+DEFAULT_SCHEMA = "kvctl"
+CONNECT_TIMEOUT = 4
+"""Seconds libpq waits for a server (the contract: unavailable within 5 s)."""
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_POOL_OPTIONS = {"pool_size": 5, "max_overflow": 20}
+
+
+@dataclass(frozen=True)
+class PgSettings:
+    """What a URL asks for: the SQLAlchemy URL, the schema and pool sizes."""
+
+    sa_url: Any
+    schema: str
+    masked: str
+    pool: dict[str, int] = field(default_factory=dict)
+    connect_args: dict[str, Any] = field(default_factory=dict)
+
+
+def validate_schema(name: str) -> str:
+    """Check a ``?schema=`` value: a plain identifier, not PostgreSQL-reserved."""
+    if not _IDENTIFIER.match(name) or len(name.encode()) > 63:
+        raise UrlError(
+            f"schema name {name!r} is invalid: use letters, digits and _ (at most 63), not starting with a digit"
+        )
+    if name.lower().startswith("pg_"):
+        raise UrlError(f"schema name {name!r} is reserved by PostgreSQL (names starting with 'pg_')")
+    return name
+
+
+def parse_url(url: str) -> PgSettings:
+    """Split a provider URL into engine settings; :class:`UrlError` if malformed.
+
+    Query options: ``schema`` (default ``kvctl``), ``pool_size``, ``max_overflow``;
+    any other option is passed to libpq (``sslmode``, ``connect_timeout``...).
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    masked = mask_password(url)
+    try:
+        parsed = make_url(url)
+        parsed.port  # noqa: B018 - raises on a non-numeric port
+    except (ArgumentError, ValueError):
+        raise UrlError(
+            f"malformed PostgreSQL URL {masked!r}; expected postgresql+psycopg://user@host:port/db"
+        ) from None
+    if not parsed.database:
+        raise UrlError(f"PostgreSQL URL {masked!r} names no database: add /DBNAME after the host")
+    query: dict[str, Any] = {}
+    for k, v in parsed.query.items():
+        if isinstance(v, tuple):
+            v = v[-1]
+        query[k] = v
+    schema = validate_schema(query.pop("schema", DEFAULT_SCHEMA))
+    pool = dict(_POOL_OPTIONS)
+    for option in _POOL_OPTIONS:
+        if option in query:
+            value = query.pop(option)
+            if not str(value).isdigit():
+                raise UrlError(f"{option} must be a non-negative integer, got {value!r}")
+            pool[option] = int(value)
+    connect_args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT, "application_name": "kvctl"}
+    connect_args.update(query)
+    options = connect_args.get("options", "")
+    connect_args["options"] = f"{options} -c timezone=UTC -c default_transaction_isolation=serializable".strip()
+    return PgSettings(parsed.set(query={}), schema, masked, pool, connect_args)
