@@ -81,6 +81,30 @@ def parse_word(spec: TableSpec, column: str, text: str) -> Any:
     return validate_value(ftype, value, column, in_key=in_key, indexed=spec.is_indexed(column))
 
 
+def parse_field(spec: TableSpec, column: str, text: str) -> Any:
+    """Convert a CSV/TSV field by the column's type and validate it.
+
+    An empty field is null, except in a string column where it is the empty string;
+    bytes are base64 without the ``b64:`` prefix; the text ``null`` or ``NA`` is just
+    text (so it is an error in a non-string column).
+    """
+    ftype = spec.type_of(column)
+    if ftype is FieldType.STRING:
+        value: Any = text
+    elif text == "":
+        value = None
+    elif ftype is FieldType.BYTES:
+        value = decode_base64(text, column)
+    elif text == "null":
+        raise InvalidFieldError(
+            f"column {column!r} is {ftype}; leave the field empty for null, the text 'null' is not a value",
+            column=column,
+        )
+    else:
+        return parse_word(spec, column, text)
+    return validate_value(ftype, value, column, in_key=spec.is_key(column), indexed=spec.is_indexed(column))
+
+
 def from_json_value(spec: TableSpec, column: str, value: Any) -> Any:
     """Convert a JSON value (bytes as base64, timestamps ISO 8601) to the column's type."""
     ftype = spec.type_of(column)
