@@ -22,3 +22,11 @@ def need(what: str, ok: bool, why: str = "") -> None:
     if REQUIRE_ALL:
         pytest.fail(message + " (KVCTL_REQUIRE_ALL=1 turns this skip into a failure)")
     pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def spark() -> object:
+    """One local Spark session for the whole run (tests/spark_session.py)."""
+    from spark_session import start
+
+    return start()

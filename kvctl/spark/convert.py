@@ -47,12 +47,19 @@ def check_columns(spec: TableSpec, columns: Iterable[str]) -> None:
         raise InvalidFieldError(f"the input has no key column(s) {', '.join(missing)}", column=missing[0])
 
 
-def _converter(spec: TableSpec, column: str, source: pa.DataType) -> Converter | None:
+TEXT_RULES = ("json", "csv")
+"""How text converts to other types: ``json`` (bytes: base64, ``""`` is empty bytes) or
+``csv`` (CLI.md's CSV rule: an empty field is null in every non-string column)."""
+
+
+def _converter(spec: TableSpec, column: str, source: pa.DataType, text_rules: str) -> Converter | None:
     """How to turn one Arrow value of type ``source`` into the column's spi value
     (None: pass it as is and let the table validate it)."""
     target = spec.type_of(column)
     if (pa.types.is_string(source) or pa.types.is_large_string(source)) and target is not FieldType.STRING:
-        # Text (CSV fields, JSON strings): numbers, true/false, ISO 8601, base64; empty is null.
+        if text_rules == "json" and target in (FieldType.BYTES, FieldType.TIMESTAMP):
+            return lambda v: None if v is None else from_json_value(spec, column, v)
+        # Numbers and true/false as text, ISO 8601, base64; an empty field is null.
         return lambda v: None if v is None else parse_field(spec, column, v)
     if pa.types.is_floating(source) and target.is_integer:
         return lambda v: None if v is None else from_json_value(spec, column, v)
@@ -61,13 +68,14 @@ def _converter(spec: TableSpec, column: str, source: pa.DataType) -> Converter |
     return None
 
 
-def batch_rows(spec: TableSpec, batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
-    """The rows of an Arrow batch as spi values for ``spec`` (not yet validated)."""
+def batch_rows(spec: TableSpec, batch: pa.RecordBatch, text_rules: str = "json") -> Iterator[dict[str, Any]]:
+    """The rows of an Arrow batch as spi values for ``spec`` (not yet validated);
+    text columns convert by ``text_rules`` (see :data:`TEXT_RULES`)."""
     names = batch.schema.names
     columns: list[list[Any]] = []
     for i, name in enumerate(names):
         values = batch.column(i).to_pylist()
-        convert = _converter(spec, name, batch.schema.field(i).type)
+        convert = _converter(spec, name, batch.schema.field(i).type, text_rules)
         if convert is not None:
             values = [_with_key(spec, names, batch, i, j, convert, v) for j, v in enumerate(values)]
         columns.append(values)
@@ -94,14 +102,14 @@ def _key_note(spec: TableSpec, names: list[str], batch: pa.RecordBatch, row: int
     return f" (row with key {', '.join(parts)})"
 
 
-def check_batches(spec: TableSpec, batches: Iterable[pa.RecordBatch]) -> int:
+def check_batches(spec: TableSpec, batches: Iterable[pa.RecordBatch], text_rules: str = "json") -> int:
     """Convert and validate every row of ``batches`` without writing; the row count.
 
     A bad value raises the spi error, naming the column, the value and the row's key.
     """
     n = 0
     for batch in batches:
-        for row in batch_rows(spec, batch):
+        for row in batch_rows(spec, batch, text_rules):
             try:
                 validate_row(spec, row)
             except KvError as exc:

@@ -30,8 +30,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 import spi
-from kvctl.spark.convert import batch_rows, check_batches, check_columns, rows_to_batches
-from kvctl.spark.errors import guard
+from kvctl.spark.convert import TEXT_RULES, batch_rows, check_batches, check_columns, rows_to_batches
+from kvctl.spark.errors import guard, reports_errors
 from kvctl.spark.types import arrow_schema, spark_schema
 from spi.registry import split_scheme
 from spi.table import LOAD_MODES
@@ -73,12 +73,14 @@ class KvctlDataSource(DataSource):
     ``where`` (the CLI's ``--where`` syntax, run by the provider), ``partitions``
     (ranges from ``table.split``; default 1), ``batch_rows``; writing:
     ``batch_rows`` (rows per transaction), ``load_mode`` (upsert, insert, replace),
-    ``dry_run`` (``true``: convert and check every row, write nothing)."""
+    ``dry_run`` (``true``: convert and check every row, write nothing), ``text_rules``
+    (how text columns convert to the table's types: ``json``, the default, or ``csv``)."""
 
     counter: Any = None
     """A Spark accumulator that readers and writers add their row counts to; set on a
     subclass by :func:`kvctl.spark.transfer.counted_source` (None: no counting)."""
 
+    @reports_errors
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
         self.url = check_url(options.get("url"))
@@ -92,6 +94,9 @@ class KvctlDataSource(DataSource):
         if self.load_mode not in LOAD_MODES:
             raise spi.InvalidFieldError(f"option 'load_mode' must be one of {', '.join(LOAD_MODES)}")
         self.dry_run = str(options.get("dry_run", "false")).lower() == "true"
+        self.text_rules = options.get("text_rules", "json")
+        if self.text_rules not in TEXT_RULES:
+            raise spi.InvalidFieldError(f"option 'text_rules' must be one of {', '.join(TEXT_RULES)}")
 
     @classmethod
     def name(cls) -> str:
@@ -102,10 +107,12 @@ class KvctlDataSource(DataSource):
         with spi.connect(self.url) as p:
             return p.admin.get_spec(self.table)
 
+    @reports_errors
     def schema(self) -> StructType:
         """The table's columns as a Spark schema (see :mod:`kvctl.spark.types`)."""
         return spark_schema(self._spec())
 
+    @reports_errors
     def reader(self, schema: StructType) -> KvctlReader:
         """A reader of the table; the where text is checked here, on the driver."""
         spec = self._spec()
@@ -118,6 +125,7 @@ class KvctlDataSource(DataSource):
         assert self.partitions is not None and self.batch_rows is not None
         return KvctlReader(self.url, spec.to_json(), self.where, self.partitions, self.batch_rows, self.counter)
 
+    @reports_errors
     def writer(self, schema: StructType, overwrite: bool) -> KvctlWriter:
         """A writer into the table; checks the columns and, for overwrite, empties the table (once, here)."""
         spec = self._spec()
@@ -126,7 +134,9 @@ class KvctlDataSource(DataSource):
             with spi.connect(self.url) as p:
                 p.table(self.table).delete_range()
         assert self.batch_rows is not None
-        return KvctlWriter(self.url, spec.to_json(), self.load_mode, self.batch_rows, self.counter, self.dry_run)
+        return KvctlWriter(
+            self.url, spec.to_json(), self.load_mode, self.batch_rows, self.counter, self.dry_run, self.text_rules
+        )
 
 
 @dataclass
@@ -157,6 +167,7 @@ class KvctlReader(DataSourceReader):
         self.batch_rows = batch_rows
         self.counter = counter
 
+    @reports_errors
     def partitions(self) -> list[InputPartition]:  # type: ignore[override]
         """``table.split(n)`` on the driver, one task per range."""
         spec = spi.TableSpec.from_json(self.spec_json)
@@ -206,6 +217,7 @@ class KvctlWriter(DataSourceArrowWriter):
         batch_rows: int,
         counter: Any = None,
         dry_run: bool = False,
+        text_rules: str = "json",
     ) -> None:
         self.url = url
         self.spec_json = spec_json
@@ -213,6 +225,7 @@ class KvctlWriter(DataSourceArrowWriter):
         self.batch_rows = batch_rows
         self.counter = counter
         self.dry_run = dry_run
+        self.text_rules = text_rules
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LoadedRows:
         """Convert and load this task's rows; a bad value fails naming column and value."""
@@ -226,12 +239,12 @@ class KvctlWriter(DataSourceArrowWriter):
         spec = spi.TableSpec.from_json(self.spec_json)
         if self.dry_run:
             for batch in iterator:
-                n = check_batches(spec, [batch])
+                n = check_batches(spec, [batch], self.text_rules)
                 if self.counter is not None:
                     self.counter.add(n)
                 yield n
             return
-        rows = (row for batch in iterator for row in batch_rows(spec, batch))
+        rows = (row for batch in iterator for row in batch_rows(spec, batch, self.text_rules))
         done = 0
 
         def progress(written: int) -> None:

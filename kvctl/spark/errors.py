@@ -9,14 +9,16 @@ so the CLI prints one ``error:`` line with the right exit code.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from spi import errors as spi_errors
 
 _MARKER = re.compile(r"KVCTL\[(\w+)\] ([^\n]*)")
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class TaskError(Exception):
@@ -41,6 +43,20 @@ def guard(items: Iterator[T], context: Callable[[], str] = lambda: "") -> Iterat
         yield from items
     except spi_errors.KvError as exc:
         raise TaskError(exc, context()) from None
+
+
+def reports_errors(fn: F) -> F:
+    """Decorator for data source methods Spark runs in its own Python processes:
+    spi errors leave as :class:`TaskError`, so :func:`unwrap` finds them."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except spi_errors.KvError as exc:
+            raise TaskError(exc) from None
+
+    return wrapper  # type: ignore[return-value]
 
 
 def rebuild(name: str, message: str) -> spi_errors.KvError:

@@ -247,20 +247,31 @@ def import_table(
             check_columns(spec, df.columns)
         except Exception as exc:
             raise unwrap(exc) from None
+        text_rules = "csv" if format == "csv" else "json"
         if format == "csv":
             # CLI.md: an empty CSV field is the empty string in a string column.
             df = df.na.fill("", [f.name for f in df.schema.fields if spec.type_of(f.name) is spi.FieldType.STRING])
         if create_pk is not None:
             p.admin.create(spec)
         try:
-            checked = _load(spark, df, url, table, "check", progress, dry_run=True)
+            checked = _load(spark, df, url, table, "check", progress, text_rules=text_rules, dry_run=True)
         except BaseException:
             if create_pk is not None:
                 p.admin.drop(table)  # we created it a moment ago and it is still empty
             raise
     if checked.rows == 0:
         return TransferResult(0, path, format, checked.tasks)
-    loaded = _load(spark, df, url, table, "import", progress, overwrite=mode == "overwrite", batch_rows=batch_rows)
+    loaded = _load(
+        spark,
+        df,
+        url,
+        table,
+        "import",
+        progress,
+        text_rules=text_rules,
+        overwrite=mode == "overwrite",
+        batch_rows=batch_rows,
+    )
     return TransferResult(loaded.rows, path, format, loaded.tasks)
 
 
@@ -272,6 +283,7 @@ def _load(
     phase: str,
     progress: ProgressCallback | None,
     *,
+    text_rules: str,
     overwrite: bool = False,
     dry_run: bool = False,
     batch_rows: int = DEFAULT_BATCH_ROWS,
@@ -282,7 +294,7 @@ def _load(
     spark.dataSource.register(source)
     writer = (
         df.write.format(source.name())
-        .options(url=url, table=table, batch_rows=str(batch_rows), dry_run=str(dry_run).lower())
+        .options(url=url, table=table, batch_rows=str(batch_rows), dry_run=str(dry_run).lower(), text_rules=text_rules)
         .mode("overwrite" if overwrite else "append")
     )
     monitor = _Monitor(spark, phase, counter, progress)
