@@ -29,7 +29,7 @@ from itertools import islice
 from typing import Any
 
 import msgpack
-from sortedcontainers import SortedDict
+from sortedcontainers import SortedList
 
 from spi.codec import (
     decode_key,
@@ -109,6 +109,8 @@ class Layout:
         self.key_types = spec.key_types
         self.timestamps = [i for i, c in enumerate(columns) if spec.type_of(c) is FieldType.TIMESTAMP]
         self.index_ids = {c: columns.index(c) for c in spec.indexes}
+        # A layout belongs to one transaction (one thread), so it may own a Packer.
+        self._pack = msgpack.Packer(use_bin_type=True).pack
 
     def index_prefix(self, column: str) -> bytes:
         """Byte prefix of every entry of the index on ``column``."""
@@ -121,19 +123,19 @@ class Layout:
         for i in self.timestamps:
             if out[i + 1] is not None:
                 out[i + 1] = to_micros(out[i + 1])
-        return msgpack.packb(out, use_bin_type=True)  # type: ignore[no-any-return]
+        return self._pack(out)  # type: ignore[no-any-return]
 
     def decode_row(self, data: bytes) -> Stored:
         """Inverse of :meth:`encode_row` (columns added later read as null)."""
-        raw = msgpack.unpackb(data, raw=False)
-        version = raw[0]
-        vals = raw[1:]
-        if len(vals) < len(self.columns):
-            vals.extend([None] * (len(self.columns) - len(vals)))
+        raw = msgpack.unpackb(data)
+        if len(raw) <= len(self.columns):
+            raw.extend([None] * (len(self.columns) + 1 - len(raw)))
         for i in self.timestamps:
-            if vals[i] is not None:
-                vals[i] = from_micros(vals[i])
-        return Stored(dict(zip(self.columns, vals)), version)
+            if raw[i + 1] is not None:
+                raw[i + 1] = from_micros(raw[i + 1])
+        it = iter(raw)
+        version = next(it)
+        return Stored(dict(zip(self.columns, it)), version)
 
     def row_key(self, key: tuple[Any, ...]) -> bytes:
         """Store key of the row with ``key``."""
@@ -199,7 +201,10 @@ class KvTransaction(TransactionBase):
     def __init__(self, session: StoreSession) -> None:
         super().__init__()
         self._session = session
-        self._writes: SortedDict = SortedDict()
+        # Buffered writes; their keys are kept sorted only once a scan needs them,
+        # so write-only transactions (bulk loads) pay a dict insert per write.
+        self._writes: dict[bytes, bytes | None] = {}
+        self._sorted: SortedList | None = None
         self._range_deletes: list[tuple[bytes, bytes]] = []
         self._cursors: weakref.WeakSet[_Cursor] = weakref.WeakSet()
         self._layouts: dict[str, Layout] = {}
@@ -208,25 +213,34 @@ class KvTransaction(TransactionBase):
     # -- raw access with read-your-writes ---------------------------------------
     def get(self, key: bytes) -> bytes | None:
         """The value under ``key`` as this transaction sees it."""
-        if key in self._writes:
-            return self._writes[key]  # type: ignore[no-any-return]
+        writes = self._writes
+        if writes and key in writes:
+            return writes[key]
         return self._session.get(key)
 
-    def put(self, key: bytes, value: bytes) -> None:
-        """Buffer a write."""
+    def put(self, key: bytes, value: bytes | None) -> None:
+        """Buffer a write (None: a delete)."""
+        if self._sorted is not None and key not in self._writes:
+            self._sorted.add(key)
         self._writes[key] = value
 
     def remove(self, key: bytes) -> None:
         """Buffer a delete."""
-        self._writes[key] = None
+        self.put(key, None)
 
     def delete_prefix(self, prefix: bytes) -> None:
         """Delete every key under ``prefix`` at commit (used for drops, never read after)."""
         hi = prefix_successor(prefix)
         assert hi is not None
         self._range_deletes.append((prefix, hi))
-        for k in list(self._writes.irange(prefix, hi, inclusive=(True, False))):
+        for k in list(self._sorted_writes().irange(prefix, hi, inclusive=(True, False))):
             del self._writes[k]
+            self._sorted_writes().remove(k)
+
+    def _sorted_writes(self) -> SortedList:
+        if self._sorted is None:
+            self._sorted = SortedList(self._writes)
+        return self._sorted
 
     def iterate(self, lo: bytes, hi: bytes | None, reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
         """Items in ``[lo, hi)`` merged with this transaction's writes."""
@@ -256,10 +270,10 @@ class KvTransaction(TransactionBase):
         while True:
             if reverse:
                 upper = hi if pos is None else pos
-                keys = list(islice(self._writes.irange(lo, upper, inclusive=(True, False), reverse=True), _CHUNK))
+                keys = list(islice(self._sorted_writes().irange(lo, upper, (True, False), reverse=True), _CHUNK))
             else:
                 lower, inclusive = (lo, True) if pos is None else (pos, False)
-                keys = list(islice(self._writes.irange(lower, hi, inclusive=(inclusive, False)), _CHUNK))
+                keys = list(islice(self._sorted_writes().irange(lower, hi, (inclusive, False)), _CHUNK))
             for k in keys:
                 yield k, None
             if len(keys) < _CHUNK:
@@ -330,14 +344,22 @@ class KvTable(TableBase):
         super().__init__(layout.spec)
         self._tx = tx
         self._layout = layout
+        self._last_key: tuple[Any, ...] | None = None
+        self._last_encoded = b""
+
+    def _encoded(self, key: tuple[Any, ...]) -> bytes:
+        # A write usually follows a read of the same key tuple: encode it once.
+        if key is not self._last_key:
+            self._last_key, self._last_encoded = key, encode_key(self._layout.key_types, key)
+        return self._last_encoded
 
     def _get(self, key: tuple[Any, ...]) -> Stored | None:
-        raw = self._tx.get(self._layout.row_key(key))
+        raw = self._tx.get(self._layout.row_prefix + self._encoded(key))
         return None if raw is None else self._layout.decode_row(raw)
 
     def _put(self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None) -> None:
         lay = self._layout
-        enc = encode_key(lay.key_types, key)
+        enc = self._encoded(key)
         for column in self.spec.indexes:
             new_value = values[column]
             if old is not None:
@@ -350,7 +372,7 @@ class KvTable(TableBase):
 
     def _remove(self, key: tuple[Any, ...], old: Stored) -> None:
         lay = self._layout
-        enc = encode_key(lay.key_types, key)
+        enc = self._encoded(key)
         for column in self.spec.indexes:
             self._tx.remove(lay.index_key(column, old.values[column], enc))
         self._tx.remove(lay.row_prefix + enc)

@@ -16,6 +16,14 @@ class Row(Mapping[str, Any]):
         self._values = dict(values)
         self.version = version
 
+    @classmethod
+    def adopt(cls, values: dict[str, Any], version: int) -> Row:
+        """A row that takes ownership of ``values`` (no copy: the caller must not keep it)."""
+        row = cls.__new__(cls)
+        row._values = values
+        row.version = version
+        return row
+
     def __getitem__(self, column: str) -> Any:
         return self._values[column]
 

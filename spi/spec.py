@@ -55,13 +55,17 @@ class TableSpec:
     index set are equal: field declaration order does not matter.
     """
 
-    __slots__ = ("_by_name", "fields", "indexes", "name", "primary_key")
+    __slots__ = ("_by_name", "_columns", "_key_types", "checks", "fields", "indexes", "name", "primary_key")
 
     name: str
     fields: tuple[Field, ...]
     primary_key: tuple[str, ...]
     indexes: tuple[str, ...]
     _by_name: dict[str, Field]
+    _columns: tuple[str, ...]
+    _key_types: tuple[FieldType, ...]
+    checks: dict[str, tuple[FieldType, bool, bool]]
+    """Per column: its type, whether it is a key column, whether it is indexed."""
 
     def __init__(
         self,
@@ -100,6 +104,10 @@ class TableSpec:
         object.__setattr__(self, "primary_key", key)
         object.__setattr__(self, "indexes", idx)
         object.__setattr__(self, "_by_name", by_name)
+        # Precomputed because every row written or read consults them.
+        object.__setattr__(self, "_columns", tuple(f.name for f in parsed))
+        object.__setattr__(self, "_key_types", tuple(by_name[k].type for k in key))
+        object.__setattr__(self, "checks", {f.name: (f.type, f.name in key, f.name in idx) for f in parsed})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("TableSpec is immutable")
@@ -108,7 +116,7 @@ class TableSpec:
     @property
     def columns(self) -> tuple[str, ...]:
         """Column names in declaration order."""
-        return tuple(f.name for f in self.fields)
+        return self._columns
 
     def has_column(self, name: str) -> bool:
         """True if ``name`` is a declared column."""
@@ -135,7 +143,7 @@ class TableSpec:
     @property
     def key_types(self) -> tuple[FieldType, ...]:
         """Types of the key columns, in key order."""
-        return tuple(self._by_name[k].type for k in self.primary_key)
+        return self._key_types
 
     # -- equality and serialisation ---------------------------------------------
     def _identity(self) -> tuple[Any, ...]:

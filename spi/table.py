@@ -38,7 +38,10 @@ LOAD_MODES = ("upsert", "insert", "replace")
 
 
 class Stored(NamedTuple):
-    """A stored row as the primitives exchange it: every column, and its version."""
+    """A stored row as the primitives exchange it: every column, and its version.
+
+    ``values`` is a fresh dict the receiver may keep (rows returned to callers
+    adopt it without copying); nobody mutates it."""
 
     values: dict[str, Any]
     version: int
@@ -143,7 +146,8 @@ class TableBase(ABC):
 
     def _row(self, stored: Stored, columns: tuple[str, ...] | None) -> Row:
         if columns is None:
-            return Row(stored.values, stored.version)
+            # Stored values are freshly decoded for each read: the row may own them.
+            return Row.adopt(stored.values, stored.version)
         return Row({c: stored.values[c] for c in columns}, stored.version)
 
     def _write(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None) -> int:

@@ -69,6 +69,13 @@ def validate_value(ftype: FieldType, value: Any, column: str, *, in_key: bool = 
         if in_key:
             raise InvalidFieldError(f"key column {column!r} cannot be null", column=column)
         return None
+    # Fast paths for the commonest cases; everything else takes the general checks below.
+    kind = type(value)
+    if kind is int and ftype is FieldType.LONG and -(2**63) <= value < 2**63:
+        return value
+    if kind is str and ftype is FieldType.STRING and value.isascii() and "\x00" not in value:
+        _check_size(len(value), column, in_key or indexed)
+        return value
     if ftype in _INT_RANGE:
         if not isinstance(value, int) or isinstance(value, bool):
             raise _type_error(ftype, value, column)

@@ -15,12 +15,13 @@ def validate_columns(spec: TableSpec, row: Any, *, what: str = "row") -> dict[st
     if not isinstance(row, Mapping):
         raise InvalidFieldError(f"a {what} must be a mapping of column to value, got {type(row).__name__}")
     out: dict[str, Any] = {}
+    checks = spec.checks
     for column, value in row.items():
-        if not isinstance(column, str) or not spec.has_column(column):
+        check = checks.get(column) if isinstance(column, str) else None
+        if check is None:
             spec.type_of(str(column))  # raises the unknown-column error
-        out[column] = validate_value(
-            spec.type_of(column), value, column, in_key=spec.is_key(column), indexed=spec.is_indexed(column)
-        )
+            raise AssertionError("unreachable")
+        out[column] = validate_value(check[0], value, column, in_key=check[1], indexed=check[2])
     return out
 
 

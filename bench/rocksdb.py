@@ -1,0 +1,154 @@
+"""RocksDB provider against raw rocksdict, in one process and one run.
+
+Usage: ``python bench/rocksdb.py [--rows 1000000] [--dir PATH]``. Prints, per
+operation, the provider's and raw rocksdict's throughput, their ratio and the
+target ratio from issue 3. Point reads run inside one transaction (an auto-commit
+call pays a transaction, and the database open when it has been idle).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import rocksdict
+
+import spi
+from spi import col
+
+GROUPS = 100  # an equality on g matches 1% of the rows
+SPEC = spi.TableSpec(
+    "bench",
+    [spi.Field("id", "long"), spi.Field("g", "long"), spi.Field("g2", "long"), spi.Field("pad", "string")],
+    ["id"],
+    indexes=["g"],
+)
+PAD = "p" * 70  # with the other columns and msgpack framing, about 100 bytes a row
+
+
+def rows(n: int) -> Iterator[dict[str, Any]]:
+    """The benchmark rows; g2 is an unindexed copy of the indexed g."""
+    for i in range(n):
+        g = (i * 7919) % GROUPS
+        yield {"id": i, "g": g, "g2": g, "pad": PAD}
+
+
+def timed(fn: Callable[[], int]) -> float:
+    """Operations per second of ``fn`` (which returns how many it did)."""
+    start = time.perf_counter()
+    ops = fn()
+    return ops / (time.perf_counter() - start)
+
+
+def main() -> int:
+    """Run the benchmark and print the table; exit status 1 if a target is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--reads", type=int, default=100_000)
+    parser.add_argument("--dir", default=None, help="where to create the databases (default: a temp dir)")
+    args = parser.parse_args()
+    n, reads = args.rows, min(args.reads, args.rows)
+    root = Path(tempfile.mkdtemp(prefix="kvctl-bench-", dir=args.dir))
+    results: list[tuple[str, float, float, float]] = []
+    try:
+        p = spi.connect(f"rocksdb://{root}/provider")
+        p.admin.create(SPEC)
+        prov_load = timed(lambda: p.table("bench").load(rows(n), batch_size=10_000))
+
+        # Raw: the provider's own stored bytes, pre-encoded, written with WriteBatch.
+        handle_root = root / "provider"
+        p.close()
+        src = rocksdict.Rdict(str(handle_root), rocksdict.Options(raw_mode=True))
+        # Rows only (key prefix DATA, table id, ROWS): the raw side writes no index.
+        encoded = [(k, v) for k, v in src.items() if k[:1] == b"\x01" and k[5:6] == b"\x00"]
+        src.close()
+        p = spi.connect(f"rocksdb://{root}/provider")
+        raw = rocksdict.Rdict(str(root / "raw"), _raw_options())
+
+        raw_load_rate = timed(lambda: _raw_load(raw, encoded))
+        results.append(("load (rows/s)", prov_load, raw_load_rate, 0.2))
+
+        rng = random.Random(42)
+        ids = [rng.randrange(n) for _ in range(reads)]
+        raw_keys = [encoded[i][0] for i in ids]
+        encoded.clear()
+
+        def prov_reads() -> int:
+            with p.transaction() as tx:
+                t = tx.table("bench")
+                for i in ids:
+                    t.read((i,))
+            return reads
+
+        def raw_reads() -> int:
+            get = raw.get
+            for k in raw_keys:
+                get(k)
+            return reads
+
+        results.append(("point read (reads/s)", timed(prov_reads), timed(raw_reads), 0.5))
+
+        def prov_scan() -> int:
+            with p.transaction() as tx:
+                return sum(1 for _ in tx.table("bench").scan())
+
+        def raw_scan() -> int:
+            return sum(1 for _ in raw.items())
+
+        results.append(("full scan (rows/s)", timed(prov_scan), timed(raw_scan), 0.25))
+
+        def filtered(column: str) -> Callable[[], int]:
+            def run() -> int:
+                with p.transaction() as tx:
+                    return sum(1 for _ in tx.table("bench").scan(where=col(column) == 5))
+
+            return run
+
+        indexed = timed(filtered("g"))
+        unindexed = timed(filtered("g2"))
+        results.append(("1% equality: index vs none (rows/s)", indexed, unindexed, 20.0))
+        raw.close()
+        p.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return _report(n, results)
+
+
+def _raw_load(raw: Any, encoded: list[tuple[bytes, bytes]]) -> int:
+    for i in range(0, len(encoded), 10_000):
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for k, v in encoded[i : i + 10_000]:
+            batch.put(k, v)
+        raw.write(batch)
+    return len(encoded)
+
+
+def _raw_options() -> Any:
+    options = rocksdict.Options(raw_mode=True)
+    options.create_if_missing(True)
+    return options
+
+
+def _report(n: int, results: list[tuple[str, float, float, float]]) -> int:
+    print(f"RocksDB provider vs raw rocksdict, {n:,} rows of about 100 bytes")
+    print(f"{'operation':<38} {'provider':>12} {'raw':>12} {'ratio':>8} {'target':>8}  result")
+    failed = 0
+    for name, prov, raw, target in results:
+        ratio = prov / raw
+        ok = ratio >= target
+        failed += not ok
+        print(f"{name:<38} {prov:>12,.0f} {raw:>12,.0f} {ratio:>7.2f}x {target:>7.2f}x  {'pass' if ok else 'FAIL'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

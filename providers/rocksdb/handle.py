@@ -1,0 +1,276 @@
+"""Exclusive, short-lived access to one RocksDB directory, shared within a process.
+
+Every provider on the same real path in a process shares one :class:`PathHandle`.
+A transaction takes the handle (threads wait on a condition), then — unless the
+handle is still open from a moment ago — an ``flock`` on ``kvctl.lock`` in the
+directory (other processes), then opens the ``Rdict``. Waiting is bounded by the
+busy timeout. When the transaction ends the database stays open for at most
+:data:`LINGER` seconds of idleness (so back-to-back transactions and the batches
+of a bulk load do not pay the ~10 ms open), then a background thread closes it
+and unlocks the file — at once if another process is waiting.
+
+A process that waits for the lock holds a shared ``flock`` on ``kvctl.wait``; a
+holder that sees it (and has held the path for :data:`QUANTUM` seconds) closes at
+the end of its current transaction and lets the waiter in before competing again.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import os
+import random
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from spi.errors import KvError, ProviderUnavailableError
+
+LINGER = 0.25
+"""Seconds an idle open database is kept before it is closed and unlocked (sooner
+when another process is waiting for it: the linger thread checks every
+:data:`WAITER_CHECK` seconds)."""
+WAITER_CHECK = 0.01
+QUANTUM = 0.05
+"""Seconds a process may keep the path across back-to-back transactions while
+another process is waiting for it."""
+LOCK_NAME = "kvctl.lock"
+WAIT_NAME = "kvctl.wait"
+_POLITE_MAX = 0.5
+_MAX_POLL = 0.02
+
+_handles: dict[str, PathHandle] = {}
+_handles_lock = threading.Lock()
+
+
+def handle_for(path: str) -> PathHandle:
+    """The process-wide handle of the database directory ``path``."""
+    real = os.path.realpath(path)
+    with _handles_lock:
+        handle = _handles.get(real)
+        if handle is None:
+            handle = _handles[real] = PathHandle(real)
+        return handle
+
+
+@atexit.register
+def _close_all() -> None:
+    for handle in list(_handles.values()):
+        handle.close_if_idle()
+
+
+def driver_error(exc: Exception, doing: str, path: str) -> KvError:
+    """A one-line spi error for a rocksdict exception (IO and corruption: unavailable)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    message = f"rocksdb {path}: {doing} failed: {text}"
+    lowered = text.lower()
+    if any(w in lowered for w in ("io error", "corruption", "permission", "no space", "closed", "os error")):
+        return ProviderUnavailableError(message)
+    return KvError(message)
+
+
+def _busy(path: str, timeout: float) -> ProviderUnavailableError:
+    return ProviderUnavailableError(
+        f"rocksdb database {path} is busy: another transaction or process held it for more than "
+        f"{timeout:g} s (raise ?busy_timeout= to wait longer)"
+    )
+
+
+class PathHandle:
+    """One database directory as this process sees it: at most one transaction at a
+    time, the ``Rdict`` open only while in use (plus a short linger)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._cond = threading.Condition()
+        self._owner: int | None = None
+        self._queue: deque[int] = deque()
+        self._db: Any = None
+        self._lock_fd: int | None = None
+        self._opened_at = 0.0
+        self._idle_since: float | None = None
+        self._reaper: threading.Thread | None = None
+        self._polite = False
+
+    # ------------------------------------------------------------------ sessions
+    def acquire(self, timeout: float) -> Any:
+        """Exclusive use of the open database, waiting at most ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        me = threading.get_ident()
+        with self._cond:
+            if self._owner == me:
+                raise KvError(
+                    f"a transaction is already open on rocksdb {self.path} in this thread; "
+                    "use that transaction instead of opening another one (it would deadlock)"
+                )
+            if self._owner is None and not self._queue:
+                self._owner = me
+            else:
+                # First come, first served: _leave hands the handle to the oldest waiter.
+                self._queue.append(me)
+                while self._owner != me:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        self._queue.remove(me)
+                        raise _busy(self.path, timeout)
+                    self._cond.wait(left)
+            self._idle_since = None
+        try:
+            if self._db is not None and self._should_yield():
+                self._close()
+            if self._db is None:
+                self._open(deadline, timeout)
+        except BaseException:
+            self._close()
+            self._leave()
+            raise
+        return self._db
+
+    def release(self) -> None:
+        """End the current transaction; close at once if another process waits."""
+        try:
+            if self._db is not None and self._should_yield():
+                self._close()
+        finally:
+            self._leave()
+
+    def close_if_idle(self) -> None:
+        """Close the database now unless a transaction is using it."""
+        with self._cond:
+            if self._owner is None:
+                self._close()
+                self._cond.notify_all()
+
+    def _leave(self) -> None:
+        with self._cond:
+            self._owner = self._queue.popleft() if self._queue else None
+            if self._owner is None and self._db is not None:
+                self._idle_since = time.monotonic()
+                if self._reaper is None:
+                    self._reaper = threading.Thread(target=self._reap, name="kvctl-rocksdb-linger", daemon=True)
+                    self._reaper.start()
+            self._cond.notify_all()
+
+    def _reap(self) -> None:
+        """Close the database once it has been idle for LINGER seconds."""
+        with self._cond:
+            while self._db is not None:
+                if self._owner is None and self._idle_since is not None:
+                    left = self._idle_since + LINGER - time.monotonic()
+                    if left <= 0 or self._others_waiting():
+                        self._close()
+                        break
+                    self._cond.wait(min(left, WAITER_CHECK))
+                else:
+                    self._cond.wait()
+            self._reaper = None
+
+    # -------------------------------------------------------------- inter-process
+    def _should_yield(self) -> bool:
+        if time.monotonic() - self._opened_at < QUANTUM or not self._others_waiting():
+            return False
+        self._polite = True
+        return True
+
+    def _others_waiting(self) -> bool:
+        """True if another process holds ``kvctl.wait`` (it waits for the lock)."""
+        try:
+            fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def _open(self, deadline: float, timeout: float) -> None:
+        self._prepare_directory()
+        try:
+            fd = os.open(os.path.join(self.path, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise ProviderUnavailableError(f"rocksdb {self.path}: cannot open the lock file: {exc.strerror}") from None
+        self._lock_fd = fd
+        if self._polite:
+            # We just handed the path over: let the waiting processes take a turn first.
+            polite_until = min(deadline, time.monotonic() + _POLITE_MAX)
+            while time.monotonic() < polite_until and self._others_waiting():
+                time.sleep(0.002)
+            self._polite = False
+        self._lock_file(fd, deadline, timeout)
+        self._db = self._open_db(deadline, timeout)
+        self._opened_at = time.monotonic()
+
+    def _prepare_directory(self) -> None:
+        path = self.path
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise ProviderUnavailableError(
+                f"rocksdb {path} exists and is not a directory; a rocksdb: URL names a database directory"
+            )
+        try:
+            os.makedirs(path, exist_ok=True)
+            entries = os.listdir(path)
+        except OSError as exc:
+            raise ProviderUnavailableError(
+                f"rocksdb {path}: cannot create the database directory: {exc.strerror}"
+            ) from None
+        if entries and "CURRENT" not in entries and LOCK_NAME not in entries:
+            raise ProviderUnavailableError(
+                f"rocksdb {path} is a non-empty directory that is not a RocksDB database; refusing to use it"
+            )
+
+    def _lock_file(self, fd: int, deadline: float, timeout: float) -> None:
+        waiting: int | None = None
+        delay = 0.001
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return
+                except BlockingIOError:
+                    pass
+                if waiting is None:
+                    waiting = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                    fcntl.flock(waiting, fcntl.LOCK_SH)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _busy(self.path, timeout)
+                time.sleep(min(left, delay * random.uniform(0.5, 1.0)))
+                delay = min(delay * 1.5, _MAX_POLL)
+        finally:
+            if waiting is not None:
+                os.close(waiting)
+
+    def _open_db(self, deadline: float, timeout: float) -> Any:
+        import rocksdict
+
+        options = rocksdict.Options(raw_mode=True)
+        options.create_if_missing(True)
+        options.set_keep_log_file_num(2)
+        delay = 0.002
+        while True:
+            try:
+                return rocksdict.Rdict(self.path, options)
+            except Exception as exc:
+                # Another program (not kvctl) holds RocksDB's own LOCK file: busy, retry.
+                if "lock" not in str(exc).lower():
+                    raise driver_error(exc, "opening the database", self.path) from None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _busy(self.path, timeout)
+            time.sleep(min(left, delay))
+            delay = min(delay * 1.5, _MAX_POLL)
+
+    def _close(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            # Committed writes are already in the WAL: a failing close cannot lose them.
+            with contextlib.suppress(Exception):
+                db.close()
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)

@@ -1,0 +1,220 @@
+"""RocksDB specifics: isolation, durability, drop, verify on real corruption, URLs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import spi
+from providers.rocksdb.handle import handle_for
+from spi.codec import encode_key, encode_nullable
+from spi.errors import KvError, ProviderUnavailableError, UrlError
+from spi.kv import DATA
+from spi.types import FieldType
+
+ACCOUNTS = spi.TableSpec(
+    "acct", [spi.Field("k", "long"), spi.Field("bal", "long"), spi.Field("tag", "string")], ["k"], indexes=["tag"]
+)
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"rocksdb://{tmp_path}/db"
+
+
+def _raw(path: str) -> Any:
+    import rocksdict
+
+    handle_for(path).close_if_idle()
+    return rocksdict.Rdict(path, rocksdict.Options(raw_mode=True))
+
+
+def test_read_modify_write_threads_lose_no_update(url: str) -> None:
+    p = spi.connect(url)
+    p.admin.create(ACCOUNTS)
+    p.table("acct").upsert({"k": 1, "bal": 0})
+
+    def work() -> None:
+        for _ in range(50):
+            with p.transaction() as tx:
+                t = tx.table("acct")
+                bal = t.read((1,))["bal"]
+                time.sleep(0)  # invite a thread switch between read and write
+                t.upsert({"k": 1, "bal": bal + 1})
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert p.table("acct").read((1,))["bal"] == 200
+    p.close()
+
+
+def test_reader_sees_invariant_while_writers_move_money(url: str) -> None:
+    p = spi.connect(url)
+    p.admin.create(ACCOUNTS)
+    p.table("acct").load({"k": i, "bal": 100, "tag": f"t{i % 3}"} for i in range(20))
+    stop = threading.Event()
+    sums: list[int] = []
+
+    def writer(seed: int) -> None:
+        i = seed
+        while not stop.is_set():
+            with p.transaction() as tx:
+                t = tx.table("acct")
+                t.increment((i % 20,), "bal", -3)
+                t.increment(((i * 7 + 1) % 20,), "bal", 3)
+            i += 1
+
+    writers = [threading.Thread(target=writer, args=(s,)) for s in range(2)]
+    for w in writers:
+        w.start()
+    for _ in range(30):
+        with p.transaction() as tx:
+            sums.append(sum(r["bal"] for r in tx.table("acct").scan()))
+    stop.set()
+    for w in writers:
+        w.join()
+    assert set(sums) == {2000}
+    assert p.admin.verify("acct") == []
+    p.close()
+
+
+def test_uncommitted_writes_are_invisible_and_rollback_discards(url: str) -> None:
+    p = spi.connect(url)
+    p.admin.create(ACCOUNTS)
+    p.table("acct").upsert({"k": 1, "bal": 10})
+    seen: list[Any] = []
+    inside = threading.Event()
+
+    def other() -> None:
+        inside.wait()
+        seen.append(p.table("acct").read((1,))["bal"])  # waits until the transaction ends
+
+    th = threading.Thread(target=other)
+    th.start()
+    with pytest.raises(RuntimeError), p.transaction() as tx:
+        tx.table("acct").upsert({"k": 1, "bal": 99})
+        assert tx.table("acct").read((1,))["bal"] == 99  # read-your-own-writes
+        inside.set()
+        time.sleep(0.2)
+        raise RuntimeError("roll back")
+    th.join()
+    assert seen == [10]
+    p.close()
+
+
+def test_nested_transaction_in_one_thread_is_an_error(url: str) -> None:
+    p = spi.connect(url)
+    with p.transaction(), pytest.raises(KvError, match="already open"):
+        p.transaction()
+    p.close()
+
+
+def test_data_survives_reopen_and_nothing_is_held_after_close(url: str, tmp_path: Path) -> None:
+    with spi.connect(url) as p:
+        p.admin.create(ACCOUNTS)
+        p.table("acct").load({"k": i, "bal": i} for i in range(100))
+    db = _raw(str(tmp_path / "db"))  # opens: the provider released RocksDB's LOCK
+    db.close()
+    with spi.connect(url + "?sync=true") as p:
+        assert p.table("acct").count() == 100
+        assert p.table("acct").read((42,))["bal"] == 42
+
+
+def test_scan_left_open_does_not_keep_the_path(url: str, tmp_path: Path) -> None:
+    p = spi.connect(url)
+    p.admin.create(ACCOUNTS)
+    p.table("acct").load({"k": i, "bal": i} for i in range(100))
+    with p.transaction() as tx:
+        rows = tx.table("acct").scan(limit=50)
+        next(rows)
+    p.close()
+    db = _raw(str(tmp_path / "db"))
+    db.close()
+    with pytest.raises(KvError, match="ended"):
+        next(rows)
+
+
+def test_drop_removes_every_key(url: str, tmp_path: Path) -> None:
+    with spi.connect(url) as p:
+        p.admin.create(ACCOUNTS)
+        p.admin.create(spi.TableSpec("keep", [spi.Field("k", "long")], ["k"]))
+        p.table("acct").load({"k": i, "bal": i, "tag": "x"} for i in range(500))
+        p.table("keep").upsert({"k": 1})
+        p.admin.drop("acct")
+        assert p.admin.list_tables() == ["keep"]
+    db = _raw(str(tmp_path / "db"))
+    try:
+        data_keys = [k for k in db.keys(from_key=DATA) if k.startswith(DATA)]
+    finally:
+        db.close()
+    assert len(data_keys) == 1  # only the row of "keep"
+
+
+def test_verify_reports_real_corruption(url: str, tmp_path: Path) -> None:
+    with spi.connect(url) as p:
+        p.admin.create(ACCOUNTS)
+        p.table("acct").load({"k": i, "bal": i, "tag": f"t{i}"} for i in range(10))
+        assert p.admin.verify("acct") == []
+    db = _raw(str(tmp_path / "db"))
+    try:
+        index_keys = [k for k in db.keys(from_key=DATA) if k[5:6] == b"\x01"]
+        row_keys = [k for k in db.keys(from_key=DATA) if k[5:6] == b"\x00"]
+        prefix = index_keys[0][:8]  # DATA, table id, INDEX, column
+        db.delete(index_keys[0])  # row 0 loses its index entry
+        db.put(prefix + encode_nullable(FieldType.STRING, "t1") + encode_key((FieldType.LONG,), (999,)), b"")
+        db.put(prefix + encode_nullable(FieldType.STRING, "zz") + encode_key((FieldType.LONG,), (3,)), b"")
+        db.put(row_keys[2], b"\xc1 not msgpack")  # an undecodable row
+    finally:
+        db.close()
+    with spi.connect(url) as p:
+        problems = p.admin.verify("acct")
+    text = "\n".join(problems)
+    assert "row (0,): index 'tag' has no entry" in text
+    assert "points to a missing row" in text
+    assert "'zz' does not match its row" in text
+    assert "cannot decode" in text
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "rocksdb:",
+        "rocksdb:///",
+        "rocksdb://host/path",
+        "rocksdb:///tmp/x?nope=1",
+        "rocksdb:///tmp/x?busy_timeout=soon",
+        "rocksdb:///tmp/x?busy_timeout=-1",
+        "rocksdb:///tmp/x?sync=maybe",
+        "rocksdb:///tmp/x?busy_timeout",
+    ],
+)
+def test_bad_urls(bad: str) -> None:
+    with pytest.raises(UrlError):
+        spi.connect(bad)
+
+
+def test_relative_path_and_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with spi.connect("rocksdb:rel/db?busy_timeout=1&sync=true") as p:
+        p.admin.create(ACCOUNTS)
+    assert (tmp_path / "rel" / "db" / "CURRENT").exists()
+
+
+def test_path_that_is_not_a_database(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ProviderUnavailableError, match="not a directory"):
+        spi.connect(f"rocksdb://{tmp_path}/file")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "notes.txt").write_text("x")
+    p = spi.connect(f"rocksdb://{tmp_path}/dir")
+    with pytest.raises(ProviderUnavailableError, match="not a RocksDB database"):
+        p.admin.list_tables()
+    p.close()
+    assert sorted(x.name for x in (tmp_path / "dir").iterdir()) == ["notes.txt"]
