@@ -1,16 +1,127 @@
-"""The ``kvctl`` command (placeholder until the CLI issue lands)."""
+"""The ``kvctl`` command: the Typer app, global options, and errors → exit codes.
+
+Every failure ends as one ``error: ...`` line on stderr and an exit code (see
+:mod:`kvctl.errors`); ``--debug`` shows the traceback instead.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+from typer import Abort, Exit
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer.core import TyperGroup
 
 from kvctl import __version__
+from kvctl.commands import register_all
+from kvctl.errors import INTERRUPTED, report
+from kvctl.output import OutputFormat
+from kvctl.state import State, get_state
+
+
+class KvctlGroup(TyperGroup):
+    """The root command: maps exceptions to ``error:`` lines and exit codes."""
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; report errors as one line unless ``--debug``."""
+        try:
+            return super().invoke(ctx)
+        except (Exit, Abort, ClickException):
+            raise
+        except BrokenPipeError:
+            _silence_stdout()
+            raise Exit(1) from None
+        except KeyboardInterrupt as exc:
+            raise Exit(report(exc)) from None
+        except Exception as exc:
+            if isinstance(ctx.obj, State) and ctx.obj.debug:
+                raise
+            raise Exit(report(exc)) from None
+        finally:
+            if isinstance(ctx.obj, State):
+                ctx.obj.close()
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Like click's main, but usage errors are one ``error:`` line too."""
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            code = rv if isinstance(rv, int) else 0
+        except NoArgsIsHelpError as exc:
+            exc.show()
+            code = exc.exit_code
+        except ClickException as exc:
+            where: Any = getattr(exc, "ctx", None)
+            hint = f" (see '{where.command_path} --help')" if where is not None else ""
+            print(f"error: {exc.format_message()}{hint}", file=sys.stderr)
+            code = exc.exit_code
+        except Abort:
+            code = INTERRUPTED
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe (``kvctl scan | head``), drop whatever is still buffered."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"kvctl {__version__}")
+        raise typer.Exit()
+
+
+app = typer.Typer(
+    cls=KvctlGroup,
+    name="kvctl",
+    help="Admin tool over the StructuredTable SPI: data on stdout, everything else on stderr.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    url: Annotated[str | None, typer.Option("--url", help="Provider URL (env KVCTL_URL).", show_default=False)] = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="Config profile (env KVCTL_PROFILE).", show_default=False)
+    ] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", help="Config file (env KVCTL_CONFIG).", show_default=False)
+    ] = None,
+    output: Annotated[
+        OutputFormat | None,
+        typer.Option("--output", "-o", help="Output format (default: table on a terminal, else ndjson)."),
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version.", callback=_version, is_eager=True)
+    ] = False,
+) -> None:
+    """Choose the provider and output format; then run a command."""
+    state = get_state(ctx)
+    state.url, state.profile, state.config_file, state.output, state.debug = url, profile, config, output, debug
+
+
+register_all(app)
 
 
 def main() -> None:
     """Entry point of the ``kvctl`` console script."""
-    if sys.argv[1:] == ["--version"]:
-        print(f"kvctl {__version__}")
-        return
-    print("kvctl: only --version is implemented so far", file=sys.stderr)
-    raise SystemExit(2)
+    typer.main.get_command(app).main(prog_name="kvctl")

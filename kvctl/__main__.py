@@ -1,0 +1,5 @@
+"""``python -m kvctl``."""
+
+from kvctl.cli import main
+
+main()

@@ -1,0 +1,223 @@
+"""Row commands: put (one row or a bulk file), get, delete, update, incr, cas."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from kvctl import bulk, options
+from kvctl.common import json_object, open_table, parse_columns, parse_where, typed_values
+from kvctl.completion import complete_column_word
+from kvctl.errors import CliError, NotDone
+from kvctl.keys import build_range, parse_assignments, parse_key
+from kvctl.output import RowPrinter, print_value
+from kvctl.state import get_state
+from spi.textvalues import parse_word
+from spi.validate import validate_row
+
+
+def put(
+    ctx: typer.Context,
+    table: options.Table,
+    row_json: Annotated[str | None, typer.Argument(help="The row as a JSON object.", show_default=False)] = None,
+    file: Annotated[str | None, typer.Option("--file", help="Load rows from a file (- for stdin).")] = None,
+    format: Annotated[
+        str | None, typer.Option("--format", help="json|ndjson|csv|tsv (default: by file name; stdin: json/ndjson).")
+    ] = None,
+    mode: Annotated[str, typer.Option("--mode", help="upsert|insert|replace (with --file).")] = "upsert",
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Rows per atomic batch (with --file).")] = 10_000,
+    if_absent: Annotated[bool, typer.Option("--if-absent", help="Only insert; exit 1 if the key exists.")] = False,
+    if_version: options.IfVersion = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Overwrite the whole row (unset columns: null).")] = False,
+    output: options.Output = None,
+) -> None:
+    """Write one row (prints its new version) or load a file (prints rows loaded).
+
+    A plain put merges the given columns into an existing row. --if-version N merges
+    only if the row is at version N (with --replace: replaces only then).
+    """
+    if (row_json is None) == (file is None):
+        raise CliError("give either ROW_JSON or --file PATH (- for stdin)")
+    if file is not None:
+        if if_absent or replace or if_version is not None:
+            raise CliError("--if-absent, --if-version and --replace apply to a single row, not to --file")
+        return _put_file(ctx, table, file, format, mode, batch_size)
+    if format is not None or mode != "upsert" or batch_size != 10_000:
+        raise CliError("--format, --mode and --batch-size apply to --file")
+    if if_absent and (replace or if_version is not None):
+        raise CliError("--if-absent cannot be combined with --replace or --if-version")
+    handle, spec = open_table(ctx, table)
+    row = validate_row(spec, typed_values(spec, json_object(row_json or "", "ROW_JSON"), "ROW_JSON"))
+    if if_absent:
+        version = handle.insert(row)
+    elif replace:
+        version = handle.replace(row, version=if_version)
+    elif if_version is not None:
+        key = {c: row[c] for c in spec.primary_key}
+        version = handle.update(key, {c: v for c, v in row.items() if c not in key}, version=if_version)
+    else:
+        version = handle.upsert(row)
+    print_value(version)
+
+
+def _put_file(ctx: typer.Context, table: str, path: str, fmt: str | None, mode: str, batch_size: int) -> None:
+    if mode not in ("upsert", "insert", "replace"):
+        raise CliError(f"--mode must be upsert, insert or replace, not {mode!r}")
+    bulk.check_batch_size(batch_size)
+    handle, spec = open_table(ctx, table)
+    spool = bulk.check(spec, path, fmt)
+    try:
+        update, finish = bulk.progress_bar(spool.count)
+        try:
+            loaded = bulk.load(
+                handle,
+                spool,
+                mode=mode,
+                batch_size=batch_size,
+                source="stdin" if path == "-" else path,
+                progress=update,
+            )
+        finally:
+            finish()
+    finally:
+        spool.close()
+    print_value(loaded)
+
+
+def get(
+    ctx: typer.Context,
+    table: options.Table,
+    key: options.Key,
+    columns: options.Columns = None,
+    versions: Annotated[bool, typer.Option("--versions", help="Add the row's _version.")] = False,
+    output: options.Output = None,
+) -> None:
+    """Print one row. A missing row prints nothing on stdout and exits 1."""
+    handle, spec = open_table(ctx, table)
+    cols = parse_columns(spec, columns)
+    row = handle.read(parse_key(spec, key), columns=cols)
+    if row is None:
+        raise NotDone(f"no row with key {' '.join(key)} in {table!r}")
+    values: dict[str, Any] = row.to_dict()
+    if versions:
+        values["_version"] = row.version
+    printer = RowPrinter(get_state(ctx).output_format(output), values, single=True)
+    printer.add(values)
+    printer.close()
+
+
+def delete(
+    ctx: typer.Context,
+    table: options.Table,
+    key: Annotated[
+        list[str] | None, typer.Argument(help="The full key as col=value words.", show_default=False)
+    ] = None,
+    if_version: options.IfVersion = None,
+    prefix: options.Prefix = None,
+    ge: options.Ge = None,
+    gt: options.Gt = None,
+    le: options.Le = None,
+    lt: options.Lt = None,
+    where: options.Where = None,
+    all_rows: Annotated[bool, typer.Option("--all", help="Delete every row (with --yes).")] = False,
+    yes: options.Yes = False,
+    output: options.Output = None,
+) -> None:
+    """Delete one row (prints true/false) or a range of rows with --yes (prints rows deleted)."""
+    ranged = bool(prefix or ge or gt or le or lt or where is not None or all_rows)
+    if key and ranged:
+        raise CliError("give either a key or range options (--prefix/--ge/--gt/--le/--lt/--where/--all), not both")
+    if not key and not ranged:
+        raise CliError("give the row's key (col=value ...) or a range (--prefix/--ge/--gt/--le/--lt/--where/--all)")
+    handle, spec = open_table(ctx, table)
+    if key:
+        print_value(handle.delete(parse_key(spec, key), version=if_version))
+        return
+    if if_version is not None:
+        raise CliError("--if-version applies to deleting one row by key")
+    rng = build_range(spec, prefix=prefix, ge=ge, gt=gt, le=le, lt=lt)
+    if all_rows and (rng is not None or where is not None):
+        raise CliError("--all cannot be combined with range or --where options")
+    expr = parse_where(spec, where)
+    if not yes:
+        raise CliError("a range delete needs --yes (nothing was deleted)")
+    print_value(handle.delete_range(rng, where=expr))
+
+
+def update(
+    ctx: typer.Context,
+    table: options.Table,
+    key: options.Key,
+    set_: Annotated[
+        list[str],
+        typer.Option("--set", help="col=value to set (repeat).", autocompletion=complete_column_word),
+    ],
+    default: Annotated[
+        str | None, typer.Option("--default", help="ROW_JSON to create a missing row from (no key columns).")
+    ] = None,
+    if_version: options.IfVersion = None,
+    output: options.Output = None,
+) -> None:
+    """Change columns of an existing row; prints the new version (missing row: exit 1)."""
+    handle, spec = open_table(ctx, table)
+    k = parse_key(spec, key)
+    changes = parse_assignments(spec, set_)
+    base = None if default is None else typed_values(spec, json_object(default, "--default"), "--default")
+    print_value(handle.update(k, changes, default=base, version=if_version))
+
+
+def incr(
+    ctx: typer.Context,
+    table: options.Table,
+    key: options.Key,
+    column: options.Column,
+    by: Annotated[str, typer.Option("--by", help="Amount to add (may be negative).")] = "1",
+    output: options.Output = None,
+) -> None:
+    """Add to a numeric column (a missing row or null counts as 0); prints the new value."""
+    handle, spec = open_table(ctx, table)
+    k = parse_key(spec, key)
+    ftype = spec.type_of(column)
+    try:
+        amount: int | float = int(by) if ftype.is_integer else float(by)
+    except ValueError:
+        raise CliError(
+            f"--by must be {'an integer' if ftype.is_integer else 'a number'} for column {column!r}, got {by!r}"
+        ) from None
+    print_value(handle.increment(k, column, amount))
+
+
+def cas(
+    ctx: typer.Context,
+    table: options.Table,
+    key: options.Key,
+    column: options.Column,
+    set_: Annotated[str, typer.Option("--set", help="The new value.")],
+    expect: Annotated[str | None, typer.Option("--expect", help="The value the column must hold.")] = None,
+    expect_null: Annotated[
+        bool, typer.Option("--expect-null", help="Swap only if the row is missing or the column null.")
+    ] = False,
+    output: options.Output = None,
+) -> None:
+    """Compare-and-swap one column: prints true (exit 0) or false (exit 1)."""
+    if (expect is None) == (not expect_null):
+        raise CliError("give exactly one of --expect VALUE or --expect-null")
+    handle, spec = open_table(ctx, table)
+    k = parse_key(spec, key)
+    spec.type_of(column)
+    expected = None if expect is None else parse_word(spec, column, expect)
+    swapped = handle.compare_and_swap(k, column, expected, parse_word(spec, column, set_))
+    print_value(swapped)
+    if not swapped:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the row commands to ``app``."""
+    app.command()(put)
+    app.command()(get)
+    app.command()(delete)
+    app.command()(update)
+    app.command()(incr)
+    app.command()(cas)

@@ -1,0 +1,127 @@
+"""``kvctl table``: create, list, describe, alter, verify, drop."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from kvctl import options, specs
+from kvctl.completion import complete_column
+from kvctl.errors import CliError, NotDone
+from kvctl.output import OutputFormat, print_document, print_rows
+from kvctl.state import get_state
+
+app = typer.Typer(help="Create, inspect, change and drop tables.", no_args_is_help=True)
+
+SpecFile = Annotated[str | None, typer.Option("--spec", help="A spec file (JSON, or TOML by .toml suffix).")]
+
+
+@app.command()
+def create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The new table's name.")],
+    spec: SpecFile = None,
+    field: Annotated[list[str] | None, typer.Option("--field", help="col:type (repeat).")] = None,
+    pk: Annotated[str | None, typer.Option("--pk", help="Key columns in order: a,b.")] = None,
+    index: Annotated[list[str] | None, typer.Option("--index", help="Indexed column (repeat).")] = None,
+) -> None:
+    """Create a table (exit 1 if it exists)."""
+    if spec is not None and (field or pk is not None or index):
+        raise CliError("give either --spec FILE or --field/--pk/--index, not both")
+    table_spec = specs.read_spec_file(spec, name) if spec else specs.from_options(name, field or [], pk, index or [])
+    get_state(ctx).provider().admin.create(table_spec)
+    print(f"created table {name!r}", file=sys.stderr)
+
+
+@app.command("list")
+def list_tables(
+    ctx: typer.Context,
+    counts: Annotated[bool, typer.Option("--counts", help="Add each table's row count.")] = False,
+    output: options.Output = None,
+) -> None:
+    """List the tables, sorted by name."""
+    provider = get_state(ctx).provider()
+    names = provider.admin.list_tables()
+    rows = ({"name": n, "rows": provider.table(n).count()} if counts else {"name": n} for n in names)
+    print_rows(get_state(ctx).output_format(output), ["name", "rows"] if counts else ["name"], rows)
+
+
+@app.command()
+def describe(
+    ctx: typer.Context,
+    name: options.Table,
+    output: options.Output = None,
+) -> None:
+    """Show a table's spec (-o json prints the --spec file shape)."""
+    spec = get_state(ctx).provider().admin.get_spec(name)
+    fmt = get_state(ctx).output_format(output)
+    if fmt in (OutputFormat.json, OutputFormat.ndjson):
+        print_document(fmt, spec.to_dict())
+        return
+    rows = (
+        {
+            "column": f.name,
+            "type": f.type.value,
+            "key": spec.primary_key.index(f.name) + 1 if spec.is_key(f.name) else None,
+            "indexed": spec.is_indexed(f.name),
+        }
+        for f in spec.fields
+    )
+    print_rows(fmt, ["column", "type", "key", "indexed"], rows)
+
+
+@app.command()
+def alter(
+    ctx: typer.Context,
+    name: options.Table,
+    spec: SpecFile = None,
+    add_field: Annotated[list[str] | None, typer.Option("--add-field", help="col:type to add (repeat).")] = None,
+    add_index: Annotated[
+        list[str] | None, typer.Option("--add-index", help="Column to index (repeat).", autocompletion=complete_column)
+    ] = None,
+    drop_index: Annotated[
+        list[str] | None, typer.Option("--drop-index", help="Index to drop (repeat).", autocompletion=complete_column)
+    ] = None,
+) -> None:
+    """Apply a compatible change: add columns, add or drop indexes, widen int→long, float→double."""
+    changes = bool(add_field or add_index or drop_index)
+    if spec is not None and changes:
+        raise CliError("give either --spec FILE or --add-field/--add-index/--drop-index, not both")
+    if spec is None and not changes:
+        raise CliError("nothing to change: give --spec FILE or --add-field/--add-index/--drop-index")
+    admin = get_state(ctx).provider().admin
+    if spec is not None:
+        new = specs.read_spec_file(spec, name)
+    else:
+        new = specs.altered(admin.get_spec(name), add_field or [], add_index or [], drop_index or [])
+    admin.create_or_update(new)
+    print(f"altered table {name!r}", file=sys.stderr)
+
+
+@app.command()
+def verify(ctx: typer.Context, name: options.Table, output: options.Output = None) -> None:
+    """Check a table's consistency (rows vs indexes); exit 1 if problems are found."""
+    provider = get_state(ctx).provider()
+    if "verify" not in provider.capabilities:
+        raise CliError(f"the provider at {provider.url} does not support verify")
+    problems = provider.admin.verify(name)
+    if problems:
+        print_rows(get_state(ctx).output_format(output), ["problem"], ({"problem": p} for p in problems))
+        raise NotDone(f"table {name!r}: {len(problems)} problem(s) found")
+    print(f"table {name!r} is consistent", file=sys.stderr)
+
+
+@app.command()
+def drop(ctx: typer.Context, name: options.Table, yes: options.Yes = False) -> None:
+    """Drop a table and all its rows (needs --yes)."""
+    if not yes:
+        raise CliError(f"dropping {name!r} deletes all its rows; add --yes to confirm (nothing was dropped)")
+    get_state(ctx).provider().admin.drop(name)
+    print(f"dropped table {name!r}", file=sys.stderr)
+
+
+def register(root: typer.Typer) -> None:
+    """Add ``table`` to the root app."""
+    root.add_typer(app, name="table")

@@ -1,0 +1,171 @@
+"""``kvctl txn``: several writes from a JSON document, all committed together or none."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+import spi
+from kvctl import options
+from kvctl.common import typed_values
+from kvctl.errors import NOT_DONE, CliError
+from kvctl.output import OutputFormat, print_document
+from kvctl.state import get_state
+from spi.validate import validate_changes, validate_row
+
+_SHAPES: dict[str, tuple[set[str], set[str]]] = {
+    # op: (required keys, optional keys), besides "op"
+    "put": ({"table", "row"}, {"if_version", "if_absent"}),
+    "update": ({"table", "key", "set"}, {"default"}),
+    "delete": ({"table", "key"}, {"if_version"}),
+    "incr": ({"table", "key", "column"}, {"by"}),
+}
+
+
+@dataclass
+class Op:
+    """One checked operation, ready to run inside a transaction."""
+
+    table: str
+    run: Callable[[Any], Any]
+
+
+class OpFailed(Exception):
+    """Operation ``index`` failed; the transaction is rolled back."""
+
+    def __init__(self, index: int, cause: spi.KvError) -> None:
+        super().__init__(str(cause))
+        self.index = index
+        self.cause = cause
+
+
+def read_document(path: str) -> list[dict[str, Any]]:
+    """The ``ops`` list of a txn document (``-``: stdin)."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"txn input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    if not isinstance(doc, dict) or set(doc) != {"ops"} or not isinstance(doc["ops"], list):
+        raise CliError('txn input must be an object {"ops": [...]}')
+    for i, op in enumerate(doc["ops"]):
+        _check_shape(i, op)
+    return doc["ops"]  # type: ignore[no-any-return]
+
+
+def _check_shape(i: int, op: Any) -> None:
+    if not isinstance(op, dict) or op.get("op") not in _SHAPES:
+        raise CliError(f'op {i}: must be an object with "op" one of {", ".join(_SHAPES)}')
+    required, optional = _SHAPES[op["op"]]
+    keys = set(op) - {"op"}
+    if required - keys:
+        raise CliError(f"op {i} ({op['op']}): missing {', '.join(sorted(required - keys))}")
+    if keys - required - optional:
+        raise CliError(f"op {i} ({op['op']}): unknown key(s) {', '.join(sorted(keys - required - optional))}")
+    if not isinstance(op["table"], str):
+        raise CliError(f'op {i}: "table" must be a string')
+    for name in ("row", "key", "set", "default"):
+        if name in op and not isinstance(op[name], dict):
+            raise CliError(f"op {i}: {name!r} must be a JSON object")
+    if op.get("if_version") is not None and (type(op["if_version"]) is not int or op["if_version"] < 1):
+        raise CliError(f"op {i}: if_version must be a positive integer")
+    if not isinstance(op.get("if_absent", False), bool):
+        raise CliError(f"op {i}: if_absent must be true or false")
+    if op.get("if_absent") and op.get("if_version") is not None:
+        raise CliError(f"op {i}: if_absent and if_version cannot be used together")
+    if "by" in op and (isinstance(op["by"], bool) or not isinstance(op["by"], (int, float))):
+        raise CliError(f"op {i}: by must be a number")
+
+
+def prepare(op: dict[str, Any], spec: spi.TableSpec) -> Callable[[Any], Any]:
+    """Type and validate an op's values; a function running it on a table handle."""
+    kind = op["op"]
+    if kind == "put":
+        row = validate_row(spec, typed_values(spec, op["row"], "row"))
+        version = op.get("if_version")
+        if op.get("if_absent"):
+            return lambda t: t.insert(row)
+        if version is not None:
+            key = {c: row[c] for c in spec.primary_key}
+            rest = {c: v for c, v in row.items() if c not in key}
+            return lambda t: t.update(key, rest, version=version)
+        return lambda t: t.upsert(row)
+    key = typed_values(spec, op["key"], "key")
+    spi.Range.singleton(key).resolve(spec)
+    if kind == "update":
+        changes = validate_changes(spec, typed_values(spec, op["set"], "set"))
+        default = None
+        if "default" in op:
+            default = validate_changes(spec, typed_values(spec, op["default"], "default"), what="default")
+        return lambda t: t.update(key, changes, default=default)
+    if kind == "delete":
+        version = op.get("if_version")
+        return lambda t: t.delete(key, version=version)
+    column, by = op["column"], op.get("by", 1)
+    spec.type_of(column)
+    return lambda t: t.increment(key, column, by)
+
+
+def txn(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Option("--file", help='The {"ops": [...]} document (- for stdin).')] = "-",
+    output: options.Output = None,
+) -> None:
+    """Run put/update/delete/incr ops in one transaction: all commit together or none does.
+
+    Prints {"ok": true, "results": [...]} (per op: new version, deleted flag or new
+    value), or {"ok": false, "failed_op": I, "reason": "..."} and exits 1.
+    """
+    fmt = get_state(ctx).output_format(output)
+    ops = read_document(file)
+    provider = get_state(ctx).provider()
+    specs: dict[str, spi.TableSpec] = {}
+    prepared: list[Op] = []
+    for i, op in enumerate(ops):
+        try:
+            if op["table"] not in specs:
+                specs[op["table"]] = provider.admin.get_spec(op["table"])
+            prepared.append(Op(op["table"], prepare(op, specs[op["table"]])))
+        except spi.TableNotFoundError as exc:
+            _failed(fmt, i, exc)
+        except (spi.KvError, CliError) as exc:
+            raise CliError(f"op {i}: {exc}") from None
+
+    def body(tx: Any) -> list[Any]:
+        results = []
+        for i, op in enumerate(prepared):
+            try:
+                results.append(op.run(tx.table(op.table)))
+            except (spi.ConflictError, spi.ProviderUnavailableError):
+                raise
+            except spi.KvError as exc:
+                raise OpFailed(i, exc) from exc
+        return results
+
+    try:
+        results = provider.run(body)
+    except OpFailed as failure:
+        _failed(fmt, failure.index, failure.cause)
+    print_document(fmt if fmt is OutputFormat.json else OutputFormat.ndjson, {"ok": True, "results": results})
+
+
+def _failed(fmt: OutputFormat, index: int, cause: Exception) -> None:
+    reason = " ".join(str(cause).split())
+    print_document(
+        fmt if fmt is OutputFormat.json else OutputFormat.ndjson, {"ok": False, "failed_op": index, "reason": reason}
+    )
+    raise CliError(f"op {index} failed, nothing was applied: {reason}", NOT_DONE)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``txn`` to ``app``."""
+    app.command()(txn)

@@ -1,0 +1,58 @@
+"""Helpers the data commands share: opening a table and parsing common options."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import typer
+
+import spi
+from kvctl.errors import CliError
+from kvctl.state import get_state
+from spi.textvalues import from_json_value
+
+
+def open_table(ctx: typer.Context, name: str) -> tuple[Any, spi.TableSpec]:
+    """The auto-commit handle of table ``name`` and its spec (TableNotFoundError: exit 1)."""
+    provider = get_state(ctx).provider()
+    return provider.table(name), provider.admin.get_spec(name)
+
+
+def parse_columns(spec: spi.TableSpec, text: str | None) -> list[str] | None:
+    """``--columns a,b`` → checked column names (None: every column)."""
+    if text is None:
+        return None
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    if not names:
+        raise CliError("--columns needs at least one column name")
+    for name in names:
+        spec.type_of(name)
+    return names
+
+
+def parse_where(spec: spi.TableSpec, text: str | None) -> spi.Expr | None:
+    """``--where`` text → a filter checked against the spec."""
+    return None if text is None else spi.parse_where(text, spec)
+
+
+def json_object(text: str, what: str) -> dict[str, Any]:
+    """Parse a JSON object given on the command line."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{what} is not valid JSON: {exc.msg} at character {exc.pos + 1}") from None
+    if not isinstance(value, dict):
+        raise CliError(f"{what} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def typed_values(spec: spi.TableSpec, values: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """JSON values (base64 bytes, ISO timestamps) → typed values, by column."""
+    if not isinstance(values, Mapping):
+        raise CliError(f"{what} must be a JSON object")
+    try:
+        return {column: from_json_value(spec, column, value) for column, value in values.items()}
+    except spi.KvError as exc:
+        raise CliError(f"{what}: {exc}") from None

@@ -1,0 +1,81 @@
+"""How kvctl reports failures: one ``error:`` line on stderr and an exit code.
+
+Exit codes (CLI.md): 0 ok, 1 the operation did not happen, 2 bad usage / input /
+config / incompatible schema change, 3 provider unavailable, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from spi import errors as spi_errors
+
+OK = 0
+NOT_DONE = 1
+USAGE = 2
+UNAVAILABLE = 3
+INTERRUPTED = 130
+
+_NOT_DONE_ERRORS = (
+    spi_errors.TableNotFoundError,
+    spi_errors.RowNotFoundError,
+    spi_errors.RowExistsError,
+    spi_errors.TableExistsError,
+    spi_errors.VersionMismatchError,
+    spi_errors.ConflictError,
+)
+_USAGE_ERRORS = (
+    spi_errors.SchemaError,
+    spi_errors.IncompatibleSchemaError,
+    spi_errors.InvalidFieldError,
+    spi_errors.LimitExceededError,
+    spi_errors.WhereSyntaxError,
+    spi_errors.UrlError,
+)
+
+
+class CliError(Exception):
+    """A failure kvctl reports itself (bad usage or input by default: exit 2)."""
+
+    def __init__(self, message: str, exit_code: int = USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class NotDone(CliError):
+    """The operation did not happen (exit 1)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, NOT_DONE)
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit code of an exception (1 for anything unexpected)."""
+    if isinstance(exc, CliError):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return INTERRUPTED
+    if isinstance(exc, spi_errors.ProviderUnavailableError):
+        return UNAVAILABLE
+    if isinstance(exc, _USAGE_ERRORS):
+        return USAGE
+    if isinstance(exc, _NOT_DONE_ERRORS):
+        return NOT_DONE
+    return NOT_DONE
+
+
+def message_for(exc: BaseException) -> str:
+    """The one-line message of an exception (unexpected ones name their type)."""
+    if isinstance(exc, (CliError, spi_errors.KvError)):
+        text = str(exc)
+    elif isinstance(exc, KeyboardInterrupt):
+        text = "interrupted"
+    else:
+        text = f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)"
+    return " ".join(text.split()) or type(exc).__name__
+
+
+def report(exc: BaseException) -> int:
+    """Print ``error: ...`` for ``exc`` on stderr and return its exit code."""
+    print(f"error: {message_for(exc)}", file=sys.stderr)
+    return exit_code_for(exc)

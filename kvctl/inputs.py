@@ -1,0 +1,211 @@
+"""Reading rows from JSON, NDJSON, CSV and TSV files (or stdin) with their line numbers.
+
+Each reader yields ``(line, record)``: the 1-based line where the record starts
+(the CSV header is line 1) and a mapping column → raw value (a JSON value, or the
+text of a CSV/TSV field). :func:`coerce` turns a record into a typed row. Readers
+stream: a JSON array is decoded one element at a time.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import spi
+from kvctl.errors import CliError
+from spi.textvalues import from_json_value, parse_field
+from spi.validate import validate_row
+
+FORMATS = ("json", "ndjson", "csv", "tsv")
+_SUFFIXES = {".json": "json", ".ndjson": "ndjson", ".jsonl": "ndjson", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
+_CHUNK = 1 << 16
+
+Record = dict[str, Any]
+
+
+class InputError(CliError):
+    """A bad input file: names the file, the line and, where known, the column (exit 2)."""
+
+    def __init__(self, source: str, line: int | None, message: str, column: str | None = None) -> None:
+        where = source if line is None else f"{source} line {line}"
+        if column is not None:
+            where += f", column {column!r}"
+        super().__init__(f"{where}: {message}")
+        self.line = line
+        self.column = column
+
+
+def open_input(path: str) -> TextIO:
+    """Open ``path`` (``-`` is stdin) as UTF-8 text, newlines untranslated (as csv needs)."""
+    if path == "-":
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="")
+    try:
+        return open(path, encoding="utf-8-sig", newline="")
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def choose_format(path: str, given: str | None, stream: TextIO) -> str:
+    """``--format``, else the file's suffix, else (stdin) ``[`` means json and ``{`` ndjson."""
+    if given is not None:
+        if given not in FORMATS:
+            raise CliError(f"--format must be one of {', '.join(FORMATS)}, not {given!r}")
+        return given
+    if path != "-":
+        fmt = _SUFFIXES.get(Path(path).suffix.lower())
+        if fmt is None:
+            raise CliError(f"cannot tell the format of {path} from its name; pass --format {'|'.join(FORMATS)}")
+        return fmt
+    return "stdin-json"
+
+
+def read_records(stream: TextIO, fmt: str, source: str) -> Iterator[tuple[int, Record]]:
+    """The records of ``stream`` in format ``fmt`` with their starting line numbers."""
+    try:
+        if fmt == "stdin-json":
+            yield from _sniffed(stream, source)
+        elif fmt == "json":
+            yield from _json_array(stream, source)
+        elif fmt == "ndjson":
+            yield from _ndjson(stream, source)
+        else:
+            yield from _delimited(stream, source, "excel" if fmt == "csv" else "excel-tab")
+    except UnicodeDecodeError:
+        raise InputError(source, None, "is not UTF-8 text") from None
+
+
+def _sniffed(stream: TextIO, source: str) -> Iterator[tuple[int, Record]]:
+    """stdin without --format: ``[`` starts a JSON array, anything else is NDJSON."""
+    head = ""
+    while True:
+        char = stream.read(1)
+        head += char
+        if not char or not char.isspace():
+            break
+    if head.strip() == "[":
+        yield from _json_array(stream, source, head)
+    elif head.strip() in ("{", ""):
+        yield from _ndjson(stream, source, head)
+    else:
+        raise InputError(source, None, "input from stdin needs --format csv or tsv (it is not JSON or NDJSON)")
+
+
+def _record(value: Any, source: str, line: int) -> Record:
+    if not isinstance(value, dict):
+        raise InputError(source, line, f"expected a JSON object (one row), got {type(value).__name__}")
+    return value
+
+
+def _ndjson(stream: TextIO, source: str, head: str = "") -> Iterator[tuple[int, Record]]:
+    """One object per line; ``head`` is text already read from the stream."""
+    lines = itertools.chain((head + stream.readline()).splitlines(keepends=True), stream) if head else stream
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(source, number, f"invalid JSON at character {exc.colno}: {exc.msg}") from None
+        yield number, _record(value, source, number)
+
+
+def _json_array(stream: TextIO, source: str, head: str = "") -> Iterator[tuple[int, Record]]:
+    """Decode ``[obj, obj, ...]`` one element at a time (memory: one element + a chunk)."""
+    decoder = json.JSONDecoder()
+    buf, pos, line, eof = head, 0, 1, False
+
+    def fill() -> bool:
+        nonlocal buf, pos, eof
+        chunk = "" if eof else stream.read(_CHUNK)
+        eof = eof or not chunk
+        buf, pos = buf[pos:] + chunk, 0
+        return bool(chunk)
+
+    def peek() -> str:
+        """The next non-space character ('' at the end), counting lines as it skips."""
+        nonlocal pos, line
+        while True:
+            while pos < len(buf) and buf[pos] in " \t\r\n":
+                line += buf[pos] == "\n"
+                pos += 1
+            if pos < len(buf) or not fill():
+                return buf[pos] if pos < len(buf) else ""
+
+    if peek() != "[":
+        raise InputError(source, line, "a JSON file must hold an array of row objects ([{...}, ...])")
+    pos += 1
+    first = True
+    while True:
+        c = peek()
+        if c == "]" and first:
+            pos += 1
+            break
+        if not first:
+            if c == "]":
+                pos += 1
+                break
+            if c != ",":
+                raise InputError(source, line, "expected ',' or ']' between rows")
+            pos += 1
+            peek()
+        start = line
+        while True:
+            try:
+                value, end = decoder.raw_decode(buf, pos)
+                if end < len(buf) or eof:
+                    break
+            except json.JSONDecodeError as exc:
+                if eof:
+                    at = start + buf.count("\n", pos, exc.pos)
+                    raise InputError(source, at, f"invalid JSON: {exc.msg}") from None
+            fill()
+        line += buf.count("\n", pos, end)
+        pos = end
+        first = False
+        yield start, _record(value, source, start)
+    if peek() != "":
+        raise InputError(source, line, "unexpected text after the closing ']'")
+
+
+def _delimited(stream: TextIO, source: str, dialect: str) -> Iterator[tuple[int, Record]]:
+    reader = csv.reader(stream, dialect=dialect, strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            return
+        if len(set(header)) != len(header):
+            raise InputError(source, 1, "the header names a column twice")
+        previous = reader.line_num
+        for fields in reader:
+            line = previous + 1
+            previous = reader.line_num
+            if not fields:
+                continue
+            if len(fields) != len(header):
+                raise InputError(source, line, f"has {len(fields)} fields; the header has {len(header)}")
+            yield line, dict(zip(header, fields))
+    except csv.Error as exc:
+        raise InputError(
+            source, reader.line_num, f"malformed {'CSV' if dialect == 'excel' else 'TSV'}: {exc}"
+        ) from None
+
+
+def coerce(spec: spi.TableSpec, record: Record, fmt: str, source: str, line: int) -> dict[str, Any]:
+    """A typed, validated row from a raw record; errors name the line and column."""
+    convert = parse_field if fmt in ("csv", "tsv") else from_json_value
+    row: dict[str, Any] = {}
+    for column, raw in record.items():
+        try:
+            row[column] = convert(spec, column, raw)
+        except spi.KvError as exc:
+            raise InputError(source, line, str(exc), column) from None
+    try:
+        return validate_row(spec, row)
+    except spi.KvError as exc:
+        raise InputError(source, line, str(exc), exc.column) from None

@@ -1,0 +1,53 @@
+"""Options shared by several commands, declared once."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kvctl.completion import complete_column, complete_column_list, complete_key_word, complete_table
+from kvctl.output import OutputFormat
+
+Output = Annotated[
+    OutputFormat | None,
+    typer.Option("--output", "-o", help="Output format (default: table on a terminal, else ndjson)."),
+]
+Table = Annotated[str, typer.Argument(help="Table name.", autocompletion=complete_table, show_default=False)]
+Key = Annotated[
+    list[str],
+    typer.Argument(help="The full primary key as col=value words.", autocompletion=complete_key_word),
+]
+Prefix = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--prefix", help="Key prefix word col=value (repeat for more key columns).", autocompletion=complete_key_word
+    ),
+]
+Ge = Annotated[
+    list[str] | None, typer.Option("--ge", help="Start at keys >= this prefix.", autocompletion=complete_key_word)
+]
+Gt = Annotated[
+    list[str] | None, typer.Option("--gt", help="Start at keys > this prefix.", autocompletion=complete_key_word)
+]
+Le = Annotated[
+    list[str] | None, typer.Option("--le", help="End at keys <= this prefix.", autocompletion=complete_key_word)
+]
+Lt = Annotated[
+    list[str] | None, typer.Option("--lt", help="End before keys < this prefix.", autocompletion=complete_key_word)
+]
+Where = Annotated[
+    str | None,
+    typer.Option("--where", help="Filter, e.g. \"status = 'open' and total >= 100\"."),
+]
+Columns = Annotated[
+    str | None,
+    typer.Option(
+        "--columns",
+        help="Comma list of columns to print (key columns always come too).",
+        autocompletion=complete_column_list,
+    ),
+]
+Column = Annotated[str, typer.Option("--column", help="The column.", autocompletion=complete_column)]
+IfVersion = Annotated[int | None, typer.Option("--if-version", help="Only if the row is at this version.")]
+Yes = Annotated[bool, typer.Option("--yes", help="Confirm a destructive command.")]

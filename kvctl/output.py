@@ -1,0 +1,155 @@
+"""Printing results: rows as a rich table (terminals), json, ndjson, csv or tsv.
+
+Values follow CLI.md: bytes as base64, timestamps as ISO 8601 with offset, null as
+JSON null (an empty field in csv/tsv). The human table shows values the way they
+are typed on the command line (``b64:`` bytes, ``null``). rich is imported only to
+draw a table, and honours ``NO_COLOR`` itself.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from typing import Any, TextIO
+
+from spi.textvalues import to_json_value
+
+TABLE_CHUNK = 1000
+"""Rows per drawn table: a long ``--all`` scan is drawn in chunks, in bounded memory."""
+
+
+class OutputFormat(StrEnum):
+    """The ``-o/--output`` formats."""
+
+    table = "table"
+    json = "json"
+    ndjson = "ndjson"
+    csv = "csv"
+    tsv = "tsv"
+
+
+def jsonable(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row with every value in its JSON form."""
+    return {column: to_json_value(value) for column, value in row.items()}
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON on one line, non-ASCII kept as is."""
+    return json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))
+
+
+def text_cell(value: Any) -> str:
+    """A value as a csv/tsv field: null is empty, booleans true/false, bytes base64."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    value = to_json_value(value)
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def human_cell(value: Any) -> str:
+    """A value as typed on the command line (``null``, ``b64:...``, ISO timestamps)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bytes):
+        return "b64:" + str(to_json_value(value))
+    return text_cell(value)
+
+
+def bare(value: Any) -> str:
+    """A single value as printed by put/update/delete/incr/count/cas."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return text_cell(value) if value is not None else "null"
+
+
+def print_value(value: Any, out: TextIO | None = None) -> None:
+    """Print one bare value (whatever ``-o`` says)."""
+    print(bare(value), file=out or sys.stdout)
+
+
+class RowPrinter:
+    """Prints a stream of rows in one format, in bounded memory.
+
+    ``single=True`` prints one object (``get``): a JSON object rather than an array.
+    """
+
+    def __init__(
+        self,
+        fmt: OutputFormat,
+        columns: Iterable[str],
+        *,
+        single: bool = False,
+        out: TextIO | None = None,
+    ) -> None:
+        self.fmt = fmt
+        self.columns = list(columns)
+        self.single = single
+        self.out = out or sys.stdout
+        self.count = 0
+        self._pending: list[Mapping[str, Any]] = []
+        self._csv: Any = None
+        if fmt in (OutputFormat.csv, OutputFormat.tsv):
+            dialect = "excel" if fmt is OutputFormat.csv else "excel-tab"
+            self._csv = csv.writer(self.out, dialect=dialect, lineterminator="\n")
+            self._csv.writerow(self.columns)
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        """Print (or buffer, for a table) one row."""
+        fmt = self.fmt
+        if fmt is OutputFormat.ndjson or (fmt is OutputFormat.json and self.single):
+            print(dumps(jsonable(row)), file=self.out)
+        elif fmt is OutputFormat.json:
+            self.out.write(("[\n" if self.count == 0 else ",\n") + dumps(jsonable(row)))
+        elif self._csv is not None:
+            self._csv.writerow([text_cell(row.get(c)) for c in self.columns])
+        else:
+            self._pending.append(row)
+            if len(self._pending) >= TABLE_CHUNK:
+                self._draw()
+        self.count += 1
+
+    def close(self) -> None:
+        """Finish the output (close the JSON array, draw the last table chunk)."""
+        if self.fmt is OutputFormat.json and not self.single:
+            self.out.write("[]\n" if self.count == 0 else "\n]\n")
+        elif self.fmt is OutputFormat.table and (self._pending or (self.count == 0 and not self.single)):
+            self._draw()
+        self.out.flush()
+
+    def _draw(self) -> None:
+        draw_table(self.columns, ([human_cell(r.get(c)) for c in self.columns] for r in self._pending), self.out)
+        self._pending.clear()
+
+
+def draw_table(headers: list[str], rows: Iterable[list[str]], out: TextIO | None = None) -> None:
+    """Draw a rich table of text cells (no markup interpretation)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(*headers, header_style="bold")
+    for cells in rows:
+        table.add_row(*(Text(cell, style="dim" if cell == "null" else "") for cell in cells))
+    Console(file=out or sys.stdout, soft_wrap=False).print(table)
+
+
+def print_rows(fmt: OutputFormat, columns: Iterable[str], rows: Iterable[Mapping[str, Any]]) -> int:
+    """Print every row of ``rows``; the number printed."""
+    printer = RowPrinter(fmt, columns)
+    for row in rows:
+        printer.add(row)
+    printer.close()
+    return printer.count
+
+
+def print_document(fmt: OutputFormat, obj: Any) -> None:
+    """Print a JSON document (json: indented, else one line)."""
+    if fmt is OutputFormat.json:
+        print(json.dumps(obj, ensure_ascii=False, indent=2))
+    else:
+        print(dumps(obj))

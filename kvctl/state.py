@@ -1,0 +1,64 @@
+"""Per-invocation state: the global options and the provider, opened on first use."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import typer
+
+from kvctl import config
+from kvctl.output import OutputFormat
+
+
+@dataclass
+class State:
+    """Global options of one ``kvctl`` invocation (``ctx.obj`` of the root command)."""
+
+    url: str | None = None
+    profile: str | None = None
+    config_file: str | None = None
+    output: OutputFormat | None = None
+    debug: bool = False
+    _settings: config.Settings | None = field(default=None, repr=False)
+    _provider: Any = field(default=None, repr=False)
+
+    def settings(self) -> config.Settings:
+        """The resolved provider settings (resolved once)."""
+        if self._settings is None:
+            self._settings = config.resolve(url=self.url, profile=self.profile, config=self.config_file)
+        return self._settings
+
+    def provider(self) -> Any:
+        """The connected provider (connected once, closed when the command ends)."""
+        if self._provider is None:
+            import spi
+
+            settings = self.settings()
+            if settings.url_source == "default":
+                config.default_store(os.environ).parent.mkdir(parents=True, exist_ok=True)
+            self._provider = spi.connect(settings.url)
+        return self._provider
+
+    def close(self) -> None:
+        """Close the provider if one was opened."""
+        if self._provider is not None:
+            provider, self._provider = self._provider, None
+            provider.close()
+
+    def output_format(self, override: OutputFormat | None) -> OutputFormat:
+        """The command's ``-o``, else the global one, else table on a terminal and ndjson otherwise."""
+        chosen = override or self.output
+        if chosen is not None:
+            return chosen
+        return OutputFormat.table if sys.stdout.isatty() else OutputFormat.ndjson
+
+
+def get_state(ctx: typer.Context) -> State:
+    """The :class:`State` of the invocation ``ctx`` belongs to."""
+    obj = ctx.find_root().obj
+    if not isinstance(obj, State):  # a command invoked without the root callback (tests)
+        obj = ctx.find_root().obj = State()
+    return obj

@@ -1,0 +1,151 @@
+"""kvctl as real processes: exit codes, piping, the progress bar, concurrency, startup imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from cli_support import ORDERS_FIELDS, PROVIDER_KINDS, REPO, provider_url, run_process
+
+
+@pytest.fixture(params=PROVIDER_KINDS)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store holding an ``orders`` table with 1200 rows."""
+    url = provider_url(request.param, tmp_path, request)
+    assert run_process("--url", url, "table", "create", "orders", *ORDERS_FIELDS).code == 0
+    rows = "\n".join(json.dumps({"region": "eu", "id": i, "total": i}) for i in range(1200))
+    assert run_process("--url", url, "put", "orders", "--file", "-", input=rows).out == "1200\n"
+    return url
+
+
+def test_exit_codes_and_piped_output(url: str) -> None:
+    res = run_process("--url", url, "get", "orders", "region=eu", "id=7")
+    assert res.code == 0 and json.loads(res.out) == {  # piped stdout: ndjson by default
+        "region": "eu", "id": 7, "status": None, "total": 7.0, "data": None, "ts": None,
+    }  # fmt: skip
+    assert res.err == ""
+    missing = run_process("--url", url, "get", "orders", "region=eu", "id=70000")
+    assert (missing.code, missing.out) == (1, "") and missing.err.startswith("error:")
+    bad = run_process("--url", url, "scan", "orders", "--where", "total >")
+    assert bad.code == 2 and bad.err.count("\n") == 1 and "Traceback" not in bad.err
+    page = run_process("--url", url, "scan", "orders", "--keys-only")
+    assert len(page.out.splitlines()) == 1000 and "--after " in page.err
+    assert run_process("--version").out.startswith("kvctl ")
+
+
+def test_closed_pipe_is_quiet(url: str) -> None:
+    cmd = f"{sys.executable} -m kvctl --url '{url}' scan orders --all | head -n 2"
+    proc = subprocess.run(
+        ["sh", "-c", cmd], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
+    assert len(proc.stdout.splitlines()) == 2
+    assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr, proc.stderr
+
+
+def test_progress_bar_only_on_a_terminal(url: str, tmp_path: Path) -> None:
+    data = tmp_path / "rows.ndjson"
+    data.write_text("\n".join(json.dumps({"region": "us", "id": i}) for i in range(500)))
+    args = ["--url", url, "put", "orders", "--file", str(data), "--batch-size", "100"]
+    piped = run_process(*args)
+    assert (piped.code, piped.out, piped.err) == (0, "500\n", "")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kvctl", *args],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "100"},
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    out = proc.stdout.read() if proc.stdout else b""
+    assert proc.wait() == 0 and out == b"500\n"
+    terminal = b"".join(chunks).decode(errors="replace")
+    assert "loading" in terminal and "500/500" in terminal
+
+
+def test_concurrent_incr_processes_never_lose_an_increment(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    url = provider_url("rocksdb", tmp_path, request)  # the embedded default's provider
+    assert (
+        run_process("--url", url, "table", "create", "c", "--field", "k:string", "--field", "n:long", "--pk", "k").code
+        == 0
+    )
+    workers, rounds = 4, 3
+    failures: list[str] = []
+
+    def worker() -> None:
+        for _ in range(rounds):
+            res = run_process("--url", url, "incr", "c", "k=x", "--column", "n")
+            if res.code != 0:
+                failures.append(res.err)
+
+    threads = [threading.Thread(target=worker) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    got = run_process("--url", url, "get", "c", "k=x")
+    assert json.loads(got.out)["n"] == workers * rounds
+
+
+STARTUP_PROBE = """
+import runpy, sys
+sys.argv = ["kvctl", *sys.argv[1:]]
+try:
+    runpy.run_module("kvctl", run_name="__main__")
+except SystemExit:
+    pass
+sys.stderr.write("MODULES " + " ".join(sorted(sys.modules)) + "\\n")
+"""
+
+
+def test_get_put_scan_do_not_import_heavy_modules(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    url = provider_url("rocksdb", tmp_path, request)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run_process("--url", url, "table", "create", "t", "--field", "k:string", "--pk", "k")
+    for args in (["put", "t", '{"k": "a"}'], ["get", "t", "k=a"], ["scan", "t"], ["--version"]):
+        proc = subprocess.run(
+            [sys.executable, "-c", STARTUP_PROBE, "--url", url, *args], capture_output=True, text=True, env=env
+        )
+        modules = set(proc.stderr.split("MODULES ")[1].split())
+        assert "kvctl.cli" in modules
+        heavy = {m.split(".")[0] for m in modules} & {"pyspark", "textual", "sqlalchemy", "rich", "pyarrow"}
+        assert heavy == set(), (args, heavy)
+
+
+def test_interrupt_exits_130(url: str, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    fifo = tmp_path / "in.ndjson"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kvctl", "--url", url, "put", "orders", "--file", str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    with open(fifo, "w") as writer:  # the command now waits for input
+        writer.write('{"region": "zz", "id": 1}\n')
+        writer.flush()
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and out == "", err
+    assert err.strip().splitlines() == ["error: interrupted"]
+    assert run_process("--url", url, "count", "orders", "--prefix", "region=zz").out == "0\n"
