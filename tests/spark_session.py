@@ -14,14 +14,18 @@ from typing import Any
 _session: Any = None
 
 
-def start() -> Any:
-    """The shared session, started on first use; skip (or fail under KVCTL_REQUIRE_ALL=1)
-    when Java or pyspark is missing."""
-    global _session
+def need_spark() -> None:
+    """Skip (or fail under KVCTL_REQUIRE_ALL=1) when Java or pyspark is missing."""
     from conftest import need
 
     need("Spark", importlib.util.find_spec("pyspark") is not None, "pyspark is not installed")
     need("Spark", shutil.which("java") is not None, "no java on PATH (Spark needs Java 17+)")
+
+
+def start() -> Any:
+    """The shared session, started on first use (see :func:`need_spark`)."""
+    global _session
+    need_spark()
     if _session is None:
         from kvctl.spark.session import spark_session
 

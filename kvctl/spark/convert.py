@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -70,36 +71,40 @@ def _converter(spec: TableSpec, column: str, source: pa.DataType, text_rules: st
 
 def batch_rows(spec: TableSpec, batch: pa.RecordBatch, text_rules: str = "json") -> Iterator[dict[str, Any]]:
     """The rows of an Arrow batch as spi values for ``spec`` (not yet validated);
-    text columns convert by ``text_rules`` (see :data:`TEXT_RULES`)."""
+    text columns convert by ``text_rules`` (see :data:`TEXT_RULES`). A value that
+    does not convert raises the spi error, naming the column, the value and the row's key."""
     names = batch.schema.names
+    raw = [column.to_pylist() for column in batch.columns]
+    converters = [_converter(spec, name, field.type, text_rules) for name, field in zip(names, batch.schema)]
+
+    def key_note(row: int) -> str:
+        parts = []
+        for k in spec.primary_key:
+            i = names.index(k)
+            value, convert = raw[i][row], converters[i]
+            with contextlib.suppress(KvError):
+                value = value if convert is None else convert(value)
+            parts.append(f"{k}={value!r}")
+        return f" (row with key {', '.join(parts)})"
+
     columns: list[list[Any]] = []
-    for i, name in enumerate(names):
-        values = batch.column(i).to_pylist()
-        convert = _converter(spec, name, batch.schema.field(i).type, text_rules)
+    for values, convert in zip(raw, converters):
         if convert is not None:
-            values = [_with_key(spec, names, batch, i, j, convert, v) for j, v in enumerate(values)]
+            values = _convert_column(values, convert, key_note)
         columns.append(values)
     for values in zip(*columns):
         yield dict(zip(names, values))
 
 
-def _with_key(
-    spec: TableSpec, names: list[str], batch: pa.RecordBatch, col: int, row: int, convert: Converter, value: Any
-) -> Any:
-    try:
-        return convert(value)
-    except KvError as exc:
-        exc.args = (f"{exc}{_key_note(spec, names, batch, row)}",)
-        raise
-
-
-def _key_note(spec: TableSpec, names: list[str], batch: pa.RecordBatch, row: int) -> str:
-    """`` (row with key id=5)`` for error messages, or '' if the key is not readable."""
-    try:
-        parts = [f"{k}={batch.column(names.index(k))[row].as_py()!r}" for k in spec.primary_key]
-    except (ValueError, IndexError):
-        return ""
-    return f" (row with key {', '.join(parts)})"
+def _convert_column(values: list[Any], convert: Converter, key_note: Callable[[int], str]) -> list[Any]:
+    out = []
+    for row, value in enumerate(values):
+        try:
+            out.append(convert(value))
+        except KvError as exc:
+            exc.args = (f"{exc}{key_note(row)}",)
+            raise
+    return out
 
 
 def check_batches(spec: TableSpec, batches: Iterable[pa.RecordBatch], text_rules: str = "json") -> int:

@@ -33,7 +33,7 @@ import spi
 from kvctl.spark.convert import TEXT_RULES, batch_rows, check_batches, check_columns, rows_to_batches
 from kvctl.spark.errors import guard, reports_errors
 from kvctl.spark.types import arrow_schema, spark_schema
-from spi.registry import split_scheme
+from kvctl.spark.urls import check_url
 from spi.table import LOAD_MODES
 
 NAME = "kvctl"
@@ -53,19 +53,6 @@ def _positive_int(options: Any, name: str, default: int | None) -> int | None:
     if value < 1:
         raise spi.InvalidFieldError(f"option {name!r} must be a positive integer, got {text!r}")
     return value
-
-
-def check_url(url: Any) -> str:
-    """The provider URL option, refusing ``memory://`` (its data lives in one process)."""
-    if not url:
-        raise spi.InvalidFieldError('the kvctl data source needs option("url", ...), e.g. rocksdb:///data/kv')
-    scheme, _ = split_scheme(str(url))
-    if scheme == "memory":
-        raise spi.UrlError(
-            "memory:// tables live inside one process, so Spark's worker processes cannot see them; "
-            "export from a rocksdb:// or postgresql:// URL"
-        )
-    return str(url)
 
 
 class KvctlDataSource(DataSource):
@@ -232,7 +219,8 @@ class KvctlWriter(DataSourceArrowWriter):
         from pyspark import TaskContext
 
         context = TaskContext.get()
-        prefix = f"writing partition {context.partitionId()}: " if context is not None else ""
+        verb = "checking" if self.dry_run else "writing"
+        prefix = f"{verb} partition {context.partitionId()}: " if context is not None else ""
         return LoadedRows(sum(guard(self._write(iterator), lambda: prefix)))
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> Iterator[int]:

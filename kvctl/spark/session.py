@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -19,7 +20,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(spi.__file__)))
 """The directory holding ``spi``, ``providers`` and ``kvctl``: Python workers import them from here."""
 
 _QUIET_LOG4J = """\
-rootLogger.level = error
+rootLogger.level = off
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -27,7 +28,7 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = error
+logger.repl.level = off
 """
 
 BASE_CONF: dict[str, str] = {
@@ -60,8 +61,27 @@ def is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
+@contextmanager
+def _silenced_stderr() -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null meanwhile: a JVM started now keeps it for good."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def spark_session(
-    master: str | None = None, *, app_name: str = "kvctl", conf: Mapping[str, str] | None = None
+    master: str | None = None,
+    *,
+    app_name: str = "kvctl",
+    conf: Mapping[str, str] | None = None,
+    quiet: bool = False,
 ) -> SparkSession:
     """A Spark session with the ``kvctl`` data source registered.
 
@@ -71,7 +91,9 @@ def spark_session(
     this installation (``PYTHONPATH``); on a real cluster kvctl must be installed
     on the executors too. Timestamps are UTC; parquet timestamps are written as
     microseconds. Spark starts a JVM, so this takes seconds: create one session
-    and reuse it.
+    and reuse it. ``quiet`` starts the JVM with its stderr on /dev/null (the CLI:
+    Java's start-up banner and logs would break its one-error-line rule; Spark's
+    errors still arrive as Python exceptions).
     """
     master = master or DEFAULT_MASTER
     python_path = _python_path()
@@ -91,10 +113,11 @@ def spark_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:
-        spark = builder.getOrCreate()
+        with _silenced_stderr() if quiet else nullcontext():
+            spark = builder.getOrCreate()
     except Exception as exc:  # Java missing, bad master URL...: pyspark raises assorted types
         raise SparkJobError(f"cannot start Spark ({master}): {' '.join(str(exc).split())[:300]}", 3) from None
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("OFF")
     register(spark)
     return spark
 

@@ -19,9 +19,10 @@ from pyspark.sql.types import BinaryType, TimestampType
 
 import spi
 from kvctl.spark.convert import check_columns
-from kvctl.spark.datasource import DEFAULT_BATCH_ROWS, KvctlDataSource, check_url
+from kvctl.spark.datasource import DEFAULT_BATCH_ROWS, KvctlDataSource
 from kvctl.spark.errors import SparkJobError, unwrap
 from kvctl.spark.types import spec_from_schema
+from kvctl.spark.urls import check_url
 
 FORMATS = ("parquet", "csv", "json", "orc")
 EXPORT_MODES = ("error", "overwrite")
