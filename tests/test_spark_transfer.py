@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 import pytest
+from conftest import need
 
 import spi
 
@@ -71,7 +72,11 @@ def url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
         u = rocksdb_url(tmp_path / "db")
         p = spi.connect(u)
     else:
-        p = request.getfixturevalue("pg_factory")()
+        try:
+            factory = request.getfixturevalue("pg_factory")
+        except pytest.FixtureLookupError:
+            need("the PostgreSQL test server", False, "no pg_factory fixture")
+        p = factory()
         u = p.url
     p.admin.create(SPEC)
     p.table("people").load(make_rows(2000))
