@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "kvctl.commands.scan",
     "kvctl.commands.txn",
     "kvctl.commands.transfer",
+    "kvctl.commands.migrate",
 )
 
 
