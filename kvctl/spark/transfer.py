@@ -260,7 +260,7 @@ def import_table(
             if create_pk is not None:
                 p.admin.drop(table)  # we created it a moment ago and it is still empty
             raise
-    if checked.rows == 0:
+    if checked.rows == 0 and mode == "append":
         return TransferResult(0, path, format, checked.tasks)
     loaded = _load(
         spark,
