@@ -29,6 +29,10 @@ Master = Annotated[
 ]
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def _choice(value: str, choices: tuple[str, ...], option: str) -> None:
     if value not in choices:
         raise CliError(f"{option} must be one of {', '.join(choices)}, not {value!r}")
@@ -123,7 +127,10 @@ def export(
             spark, url, table, out, format=format, where=where, partitions=partitions, mode=mode, progress=progress
         )
     )
-    print(f"exported {result.rows:,} rows of {table!r} to {out} ({format}, {result.tasks} partitions)", file=sys.stderr)
+    print(
+        f"exported {_count(result.rows, 'row')} of {table!r} to {out} ({format}, {_count(result.tasks, 'partition')})",
+        file=sys.stderr,
+    )
     print_value(result.rows)
 
 
@@ -174,7 +181,7 @@ def import_(
             spark, url, table, path, format=format, mode=mode, create_pk=key, progress=progress
         )
     )
-    print(f"imported {result.rows:,} rows from {path} into {table!r} ({format})", file=sys.stderr)
+    print(f"imported {_count(result.rows, 'row')} from {path} into {table!r} ({format})", file=sys.stderr)
     print_value(result.rows)
 
 
