@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -16,21 +16,9 @@ from spi.validate import validate_row
 Converter = Callable[[Any], Any]
 
 
-def rows_to_batches(rows: Iterable[Mapping[str, Any]], schema: pa.Schema, batch_rows: int) -> Iterator[pa.RecordBatch]:
-    """Record batches of at most ``batch_rows`` rows with exactly ``schema`` (bounded memory)."""
-    names = schema.names
-    batch: list[Mapping[str, Any]] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) >= batch_rows:
-            yield _batch(batch, names, schema)
-            batch = []
-    if batch:
-        yield _batch(batch, names, schema)
-
-
-def _batch(rows: list[Mapping[str, Any]], names: list[str], schema: pa.Schema) -> pa.RecordBatch:
-    arrays = [pa.array([row[name] for row in rows], type=schema.field(name).type) for name in names]
+def rows_to_batch(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
+    """One Arrow record batch with exactly ``schema`` from spi rows (every column present)."""
+    arrays = [pa.array([row[field.name] for row in rows], type=field.type) for field in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 

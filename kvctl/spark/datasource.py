@@ -4,11 +4,11 @@
     df.write.format("kvctl").option("url", URL).option("table", "orders").mode("append").save()
 
 Reading: the driver splits the table with ``table.split(partitions)``; every
-partition opens its own provider and streams its key range through the
-auto-commit ``scan`` (which reads page by page in short transactions, so N
+partition opens its own provider and reads its key range with auto-commit
+``scan_page`` calls of ``batch_rows`` rows, each its own short transaction (so N
 partitions on one RocksDB path take turns instead of one holding the path for
-the whole export), with ``where`` pushed to the provider's scan, as Arrow record
-batches typed exactly by the table's spec. Writing: every partition converts
+the whole export), with ``where`` pushed to the provider's scan; each page
+becomes one Arrow record batch typed exactly by the table's spec. Writing: every partition converts
 its rows to the table's types and calls ``table.load`` (one transaction per
 batch); ``mode("overwrite")`` empties the table first.
 """
@@ -30,7 +30,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 import spi
-from kvctl.spark.convert import TEXT_RULES, batch_rows, check_batches, check_columns, rows_to_batches
+from kvctl.spark.convert import TEXT_RULES, batch_rows, check_batches, check_columns, rows_to_batch
 from kvctl.spark.errors import guard, reports_errors
 from kvctl.spark.types import arrow_schema, spark_schema
 from kvctl.spark.urls import check_url
@@ -177,12 +177,20 @@ class KvctlReader(DataSourceReader):
         spec = spi.TableSpec.from_json(self.spec_json)
         schema = arrow_schema(spark_schema(spec))
         where = spi.parse_where(self.where, spec) if self.where else None
+        rng = partition.range()
         with spi.connect(self.url) as p:
-            rows = p.table(spec.name).scan(partition.range(), where=where)
-            for batch in rows_to_batches(rows, schema, self.batch_rows):
-                if self.counter is not None:
-                    self.counter.add(batch.num_rows)
-                yield batch
+            table = p.table(spec.name)
+            token = None
+            while True:
+                # One auto-commit page per batch: a short transaction each (see the module doc).
+                page = table.scan_page(rng, where=where, limit=self.batch_rows, after=token)
+                if page.rows:
+                    if self.counter is not None:
+                        self.counter.add(len(page.rows))
+                    yield rows_to_batch(page.rows, schema)
+                token = page.next_token
+                if token is None:
+                    return
 
 
 @dataclass
