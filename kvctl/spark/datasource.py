@@ -42,7 +42,7 @@ DEFAULT_BATCH_ROWS = 10_000
 """Rows per Arrow batch (reading) and per ``load`` transaction (writing)."""
 
 
-def _positive_int(options: Any, name: str, default: int | None) -> int | None:
+def _positive_int(options: Any, name: str, default: int) -> int:
     text = options.get(name)
     if text is None:
         return default
@@ -109,7 +109,6 @@ class KvctlDataSource(DataSource):
             )
         if self.where:
             spi.parse_where(self.where, spec)
-        assert self.partitions is not None and self.batch_rows is not None
         return KvctlReader(self.url, spec.to_json(), self.where, self.partitions, self.batch_rows, self.counter)
 
     @reports_errors
@@ -120,7 +119,6 @@ class KvctlDataSource(DataSource):
         if overwrite and not self.dry_run:
             with spi.connect(self.url) as p:
                 p.table(self.table).delete_range()
-        assert self.batch_rows is not None
         return KvctlWriter(
             self.url, spec.to_json(), self.load_mode, self.batch_rows, self.counter, self.dry_run, self.text_rules
         )
