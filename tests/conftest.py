@@ -26,3 +26,11 @@ def need(what: str, ok: bool, why: str = "") -> None:
 
 # PostgreSQL test server fixtures (tests/pg_server.py): pg_server, pg_factory.
 from pg_server import pg_factory, pg_server  # noqa: E402, F401
+
+
+@pytest.fixture(scope="session")
+def spark() -> object:
+    """One local Spark session for the whole run (tests/spark_session.py)."""
+    from spark_session import start
+
+    return start()

@@ -71,8 +71,6 @@ BAD_INPUT: list[tuple[str, list[str], str | None]] = [
         '{"ops": [{"op": "put", "table": "orders", "row": {"region": "eu", "id": 7}},'
         ' {"op": "put", "table": "orders", "row": {"region": "eu", "id": "x"}}]}',
     ),
-    ("export is not available", ["export", "orders", "--out", "/tmp/x"], None),
-    ("import is not available", ["import", "orders", "--in", "/tmp/x"], None),
 ]
 
 

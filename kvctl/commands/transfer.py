@@ -1,28 +1,191 @@
-"""``export`` / ``import`` (Spark): placeholders until the Spark issue registers the real ones.
+"""``export`` / ``import``: move a table to or from parquet, csv, json or orc files with Spark.
 
-The Spark work replaces this module's entry in :data:`kvctl.commands.COMMAND_MODULES`.
+Spark (pyspark, a JVM) is imported only when one of these commands runs. Cheap
+checks — options, the provider URL, the table, ``--where``, the paths — run first,
+so a usage error never waits for Spark to start.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
 import typer
 
-from kvctl.errors import CliError
+import spi
+from kvctl import options
+from kvctl.errors import CliError, NotDone
+from kvctl.output import print_value
+from kvctl.spark.urls import check_url
+from kvctl.state import get_state
 
-_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
+FORMATS = ("parquet", "csv", "json", "orc")
+Format = Annotated[str, typer.Option("--format", help="parquet|csv|json|orc.")]
+Master = Annotated[
+    str | None, typer.Option("--master", help="Spark master URL (default: local[*], this machine's cores).")
+]
 
 
-def export(ctx: typer.Context) -> None:
-    """Export a table with Spark (not available yet)."""
-    raise CliError("export is not available yet in this kvctl build (it needs the Spark integration)")
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def import_(ctx: typer.Context) -> None:
-    """Import a file into a table with Spark (not available yet)."""
-    raise CliError("import is not available yet in this kvctl build (it needs the Spark integration)")
+def _choice(value: str, choices: tuple[str, ...], option: str) -> None:
+    if value not in choices:
+        raise CliError(f"{option} must be one of {', '.join(choices)}, not {value!r}")
+
+
+def _local_path(path: str) -> str | None:
+    """The local file system path of ``path`` (None for hdfs://, s3a://...)."""
+    parts = urlsplit(path)
+    if parts.scheme == "file":
+        return parts.path
+    return path if not parts.scheme or len(parts.scheme) == 1 else None
+
+
+def _progress() -> tuple[Callable[[Any], None] | None, Callable[[], None]]:
+    """A progress callback writing one updating line on stderr (terminals only)."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    shown = [False]
+
+    def update(p: Any) -> None:
+        sys.stderr.write(f"\r{p.phase}: {p.tasks_done}/{p.tasks_total} Spark tasks done, {p.rows:,} rows\x1b[K")
+        sys.stderr.flush()
+        shown[0] = True
+
+    def finish() -> None:
+        if shown[0]:
+            sys.stderr.write("\n")
+
+    return update, finish
+
+
+def _run(fn: Callable[[Callable[[Any], None] | None], Any]) -> Any:
+    """Run a transfer with progress; Spark failures become one error line."""
+    from kvctl.spark.errors import SparkJobError
+
+    update, finish = _progress()
+    try:
+        return fn(update)
+    except SparkJobError as exc:
+        raise CliError(str(exc), exc.exit_code) from None
+    finally:
+        finish()
+
+
+def _session(ctx: typer.Context, master: str | None) -> Any:
+    from kvctl.spark.errors import SparkJobError
+    from kvctl.spark.session import spark_session
+
+    try:
+        return spark_session(master, quiet=not get_state(ctx).debug)
+    except SparkJobError as exc:
+        raise CliError(str(exc), exc.exit_code) from None
+
+
+def export(
+    ctx: typer.Context,
+    table: options.Table,
+    out: Annotated[str, typer.Option("--out", help="Output directory (one file per partition).", show_default=False)],
+    format: Format = "parquet",
+    where: options.Where = None,
+    partitions: Annotated[
+        int | None, typer.Option("--partitions", help="Parallel read partitions (default: Spark's parallelism).")
+    ] = None,
+    master: Master = None,
+    mode: Annotated[str, typer.Option("--mode", help="error|overwrite: what to do if --out exists.")] = "error",
+    output: options.Output = None,
+) -> None:
+    """Export a table to files with Spark; prints the rows exported.
+
+    Reads in --partitions key ranges in parallel (--where runs in the provider) and
+    writes at most one file per partition. Bytes are base64 and timestamps ISO 8601
+    in csv and json.
+    """
+    _choice(format, FORMATS, "--format")
+    _choice(mode, ("error", "overwrite"), "--mode")
+    if partitions is not None and partitions < 1:
+        raise CliError(f"--partitions must be a positive integer, got {partitions}")
+    state = get_state(ctx)
+    url = check_url(state.settings().url)
+    spec = state.provider().admin.get_spec(table)
+    if where is not None:
+        spi.parse_where(where, spec)
+    local = _local_path(out)
+    if mode == "error" and local is not None and os.path.exists(local):
+        raise NotDone(f"{out} already exists; nothing was written (use --mode overwrite to replace it)")
+    state.close()  # Spark's workers open their own connections
+    from kvctl.spark.transfer import export_table
+
+    spark = _session(ctx, master)
+    result = _run(
+        lambda progress: export_table(
+            spark, url, table, out, format=format, where=where, partitions=partitions, mode=mode, progress=progress
+        )
+    )
+    print(
+        f"exported {_count(result.rows, 'row')} of {table!r} to {out} ({format}, {_count(result.tasks, 'partition')})",
+        file=sys.stderr,
+    )
+    print_value(result.rows)
+
+
+def import_(
+    ctx: typer.Context,
+    table: options.Table,
+    path: Annotated[str, typer.Option("--in", help="Input file or directory.", show_default=False)],
+    format: Format = "parquet",
+    mode: Annotated[
+        str, typer.Option("--mode", help="append (upsert) | overwrite (empty the table first; needs --yes).")
+    ] = "append",
+    create: Annotated[bool, typer.Option("--create", help="Create the table from the file's schema.")] = False,
+    pk: Annotated[str | None, typer.Option("--pk", help="Key columns for --create, in key order (a,b).")] = None,
+    master: Master = None,
+    yes: options.Yes = False,
+    output: options.Output = None,
+) -> None:
+    """Import files into a table with Spark; prints the rows imported.
+
+    Every row is checked against the table's types first: a bad value fails with
+    exit 2, naming the column and value, and nothing is written.
+    """
+    _choice(format, FORMATS, "--format")
+    _choice(mode, ("append", "overwrite"), "--mode")
+    if mode == "overwrite" and not yes:
+        raise CliError("--mode overwrite empties the table first: add --yes (nothing was changed)")
+    if create != (pk is not None):
+        raise CliError("--create and --pk go together: --create --pk a,b")
+    key = None if pk is None else [c.strip() for c in pk.split(",") if c.strip()]
+    if key is not None and not key:
+        raise CliError("--pk needs at least one column name")
+    state = get_state(ctx)
+    url = check_url(state.settings().url)
+    admin = state.provider().admin
+    if create and admin.exists(table):
+        raise spi.TableExistsError(f"table {table!r} already exists; import into it without --create")
+    if not create and not admin.exists(table):
+        raise spi.TableNotFoundError(f"table {table!r} does not exist; create it, or use --create --pk a,b")
+    local = _local_path(path)
+    if local is not None and not os.path.exists(local):
+        raise CliError(f"{path} does not exist; nothing was imported")
+    state.close()
+    from kvctl.spark.transfer import import_table
+
+    spark = _session(ctx, master)
+    result = _run(
+        lambda progress: import_table(
+            spark, url, table, path, format=format, mode=mode, create_pk=key, progress=progress
+        )
+    )
+    print(f"imported {_count(result.rows, 'row')} from {path} into {table!r} ({format})", file=sys.stderr)
+    print_value(result.rows)
 
 
 def register(app: typer.Typer) -> None:
-    """Add the placeholder ``export`` and ``import`` commands."""
-    app.command("export", context_settings=_CONTEXT)(export)
-    app.command("import", context_settings=_CONTEXT)(import_)
+    """Add the ``export`` and ``import`` commands."""
+    app.command("export")(export)
+    app.command("import")(import_)

@@ -1,0 +1,251 @@
+"""The ``kvctl`` PySpark data source: read and write any provider's tables from Spark.
+
+    df = spark.read.format("kvctl").option("url", URL).option("table", "orders").load()
+    df.write.format("kvctl").option("url", URL).option("table", "orders").mode("append").save()
+
+Reading: the driver splits the table with ``table.split(partitions)``; every
+partition opens its own provider and reads its key range with auto-commit
+``scan_page`` calls of ``batch_rows`` rows, each its own short transaction (so N
+partitions on one RocksDB path take turns instead of one holding the path for
+the whole export), with ``where`` pushed to the provider's scan; each page
+becomes one Arrow record batch typed exactly by the table's spec. Writing: every partition converts
+its rows to the table's types and calls ``table.load`` (one transaction per
+batch); ``mode("overwrite")`` empties the table first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+import spi
+from kvctl.spark.convert import TEXT_RULES, batch_rows, check_batches, check_columns, rows_to_batch
+from kvctl.spark.errors import guard, reports_errors
+from kvctl.spark.types import arrow_schema, spark_schema
+from kvctl.spark.urls import check_url
+from spi.table import LOAD_MODES
+
+NAME = "kvctl"
+"""The format name: ``spark.read.format("kvctl")``."""
+DEFAULT_BATCH_ROWS = 10_000
+"""Rows per Arrow batch (reading) and per ``load`` transaction (writing)."""
+
+
+def _positive_int(options: Any, name: str, default: int) -> int:
+    text = options.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(str(text))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise spi.InvalidFieldError(f"option {name!r} must be a positive integer, got {text!r}")
+    return value
+
+
+class KvctlDataSource(DataSource):
+    """The ``kvctl`` format. Options: ``url`` and ``table`` (required); reading:
+    ``where`` (the CLI's ``--where`` syntax, run by the provider), ``partitions``
+    (ranges from ``table.split``; default 1), ``batch_rows``; writing:
+    ``batch_rows`` (rows per transaction), ``load_mode`` (upsert, insert, replace),
+    ``dry_run`` (``true``: convert and check every row, write nothing), ``text_rules``
+    (how text columns convert to the table's types: ``json``, the default, or ``csv``)."""
+
+    counter: Any = None
+    """A Spark accumulator that readers and writers add their row counts to; set on a
+    subclass by :func:`kvctl.spark.transfer.counted_source` (None: no counting)."""
+
+    @reports_errors
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.url = check_url(options.get("url"))
+        self.table = options.get("table") or ""
+        if not self.table:
+            raise spi.InvalidFieldError('the kvctl data source needs option("table", ...)')
+        self.where = options.get("where") or None
+        self.partitions = _positive_int(options, "partitions", 1)
+        self.batch_rows = _positive_int(options, "batch_rows", DEFAULT_BATCH_ROWS)
+        self.load_mode = options.get("load_mode", "upsert")
+        if self.load_mode not in LOAD_MODES:
+            raise spi.InvalidFieldError(f"option 'load_mode' must be one of {', '.join(LOAD_MODES)}")
+        self.dry_run = str(options.get("dry_run", "false")).lower() == "true"
+        self.text_rules = options.get("text_rules", "json")
+        if self.text_rules not in TEXT_RULES:
+            raise spi.InvalidFieldError(f"option 'text_rules' must be one of {', '.join(TEXT_RULES)}")
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name, ``kvctl``."""
+        return NAME
+
+    def _spec(self) -> spi.TableSpec:
+        with spi.connect(self.url) as p:
+            return p.admin.get_spec(self.table)
+
+    @reports_errors
+    def schema(self) -> StructType:
+        """The table's columns as a Spark schema (see :mod:`kvctl.spark.types`)."""
+        return spark_schema(self._spec())
+
+    @reports_errors
+    def reader(self, schema: StructType) -> KvctlReader:
+        """A reader of the table; the where text is checked here, on the driver."""
+        spec = self._spec()
+        if schema != spark_schema(spec):
+            raise spi.InvalidFieldError(
+                f"the kvctl source reads table {self.table!r} with its own schema; do not pass .schema(...)"
+            )
+        if self.where:
+            spi.parse_where(self.where, spec)
+        return KvctlReader(self.url, spec.to_json(), self.where, self.partitions, self.batch_rows, self.counter)
+
+    @reports_errors
+    def writer(self, schema: StructType, overwrite: bool) -> KvctlWriter:
+        """A writer into the table; checks the columns and, for overwrite, empties the table (once, here)."""
+        spec = self._spec()
+        check_columns(spec, schema.fieldNames())
+        if overwrite and not self.dry_run:
+            with spi.connect(self.url) as p:
+                p.table(self.table).delete_range()
+        return KvctlWriter(
+            self.url, spec.to_json(), self.load_mode, self.batch_rows, self.counter, self.dry_run, self.text_rules
+        )
+
+
+@dataclass
+class KeyRangePartition(InputPartition):
+    """One read task: a key range as plain values (tuples of Python values pickle anywhere)."""
+
+    index: int
+    start: tuple[Any, ...] | None
+    end: tuple[Any, ...] | None
+    start_inclusive: bool
+    end_inclusive: bool
+
+    def range(self) -> spi.Range:
+        """The partition's :class:`spi.Range`."""
+        return spi.Range(self.start, self.end, start_inclusive=self.start_inclusive, end_inclusive=self.end_inclusive)
+
+
+class KvctlReader(DataSourceReader):
+    """Reads a table in key-range partitions, each from its own provider handle."""
+
+    def __init__(
+        self, url: str, spec_json: str, where: str | None, partitions: int, batch_rows: int, counter: Any = None
+    ) -> None:
+        self.url = url
+        self.spec_json = spec_json
+        self.where = where
+        self.n = partitions
+        self.batch_rows = batch_rows
+        self.counter = counter
+
+    @reports_errors
+    def partitions(self) -> list[InputPartition]:  # type: ignore[override]
+        """``table.split(n)`` on the driver, one task per range."""
+        spec = spi.TableSpec.from_json(self.spec_json)
+        with spi.connect(self.url) as p:
+            ranges = p.table(spec.name).split(self.n)
+        out: list[InputPartition] = []
+        for i, r in enumerate(ranges):
+            resolved = r.resolve(spec)
+            out.append(
+                KeyRangePartition(i, resolved.start, resolved.end, resolved.start_inclusive, resolved.end_inclusive)
+            )
+        return out
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+        """Stream the partition's rows as Arrow batches typed by the spec."""
+        assert isinstance(partition, KeyRangePartition)
+        return guard(self._read(partition), lambda: f"reading partition {partition.index}: ")
+
+    def _read(self, partition: KeyRangePartition) -> Iterator[pa.RecordBatch]:
+        spec = spi.TableSpec.from_json(self.spec_json)
+        schema = arrow_schema(spark_schema(spec))
+        where = spi.parse_where(self.where, spec) if self.where else None
+        rng = partition.range()
+        with spi.connect(self.url) as p:
+            table = p.table(spec.name)
+            token = None
+            while True:
+                # One auto-commit page per batch: a short transaction each (see the module doc).
+                page = table.scan_page(rng, where=where, limit=self.batch_rows, after=token)
+                if page.rows:
+                    if self.counter is not None:
+                        self.counter.add(len(page.rows))
+                    yield rows_to_batch(page.rows, schema)
+                token = page.next_token
+                if token is None:
+                    return
+
+
+@dataclass
+class LoadedRows(WriterCommitMessage):
+    """What one write task loaded."""
+
+    rows: int
+
+
+class KvctlWriter(DataSourceArrowWriter):
+    """Loads each partition's rows through ``table.load`` in batches (each batch atomic);
+    with ``dry_run`` only converts and validates them."""
+
+    def __init__(
+        self,
+        url: str,
+        spec_json: str,
+        load_mode: str,
+        batch_rows: int,
+        counter: Any = None,
+        dry_run: bool = False,
+        text_rules: str = "json",
+    ) -> None:
+        self.url = url
+        self.spec_json = spec_json
+        self.load_mode = load_mode
+        self.batch_rows = batch_rows
+        self.counter = counter
+        self.dry_run = dry_run
+        self.text_rules = text_rules
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> LoadedRows:
+        """Convert and load this task's rows; a bad value fails naming column and value."""
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        verb = "checking" if self.dry_run else "writing"
+        prefix = f"{verb} partition {context.partitionId()}: " if context is not None else ""
+        return LoadedRows(sum(guard(self._write(iterator), lambda: prefix)))
+
+    def _write(self, iterator: Iterator[pa.RecordBatch]) -> Iterator[int]:
+        spec = spi.TableSpec.from_json(self.spec_json)
+        if self.dry_run:
+            for batch in iterator:
+                n = check_batches(spec, [batch], self.text_rules)
+                if self.counter is not None:
+                    self.counter.add(n)
+                yield n
+            return
+        rows = (row for batch in iterator for row in batch_rows(spec, batch, self.text_rules))
+        done = 0
+
+        def progress(written: int) -> None:
+            nonlocal done
+            if self.counter is not None:
+                self.counter.add(written - done)
+            done = written
+
+        with spi.connect(self.url) as p:
+            yield p.table(spec.name).load(rows, mode=self.load_mode, batch_size=self.batch_rows, progress=progress)

@@ -1,0 +1,128 @@
+"""Creating the Spark session kvctl runs on (local mode unless ``--master`` says otherwise)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+import spi
+from kvctl.spark.datasource import KvctlDataSource
+from kvctl.spark.errors import SparkJobError
+
+DEFAULT_MASTER = "local[*]"
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(spi.__file__)))
+"""The directory holding ``spi``, ``providers`` and ``kvctl``: Python workers import them from here."""
+
+_QUIET_LOG4J = """\
+rootLogger.level = off
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = off
+"""
+
+BASE_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.driver.memory": "1g",
+    "spark.sql.shuffle.partitions": "4",
+}
+"""Settings every kvctl session gets (``conf`` overrides them)."""
+
+
+def _log4j_file() -> str:
+    path = Path(tempfile.gettempdir()) / "kvctl-spark-log4j2.properties"
+    if not path.exists() or path.read_text() != _QUIET_LOG4J:
+        path.write_text(_QUIET_LOG4J)
+    return str(path)
+
+
+def _python_path() -> str:
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if REPO_ROOT not in parts:
+        parts.insert(0, REPO_ROOT)
+    return os.pathsep.join(parts)
+
+
+def is_local(master: str) -> bool:
+    """True for ``local``, ``local[N]`` and ``local[*]`` masters."""
+    return master == "local" or master.startswith("local[")
+
+
+@contextmanager
+def _silenced_stderr() -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null meanwhile: a JVM started now keeps it for good."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def spark_session(
+    master: str | None = None,
+    *,
+    app_name: str = "kvctl",
+    conf: Mapping[str, str] | None = None,
+    quiet: bool = False,
+) -> SparkSession:
+    """A Spark session with the ``kvctl`` data source registered.
+
+    Local mode (the default, ``local[*]``): workers run this interpreter
+    (``PYSPARK_PYTHON``), everything binds to 127.0.0.1, the UI is off and Spark
+    logs only errors. Workers import ``spi``, ``providers`` and ``kvctl`` from
+    this installation (``PYTHONPATH``); on a real cluster kvctl must be installed
+    on the executors too. Timestamps are UTC; parquet timestamps are written as
+    microseconds. Spark starts a JVM, so this takes seconds: create one session
+    and reuse it. ``quiet`` starts the JVM with its stderr on /dev/null (the CLI:
+    Java's start-up banner and logs would break its one-error-line rule; Spark's
+    errors still arrive as Python exceptions).
+    """
+    master = master or DEFAULT_MASTER
+    python_path = _python_path()
+    os.environ["PYTHONPATH"] = python_path
+    if is_local(master):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    settings = {
+        **BASE_CONF,
+        "spark.executorEnv.PYTHONPATH": python_path,
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log4j_file()}",
+        **({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"} if is_local(master) else {}),
+        **(conf or {}),
+    }
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        with _silenced_stderr() if quiet else nullcontext():
+            spark = builder.getOrCreate()
+    except Exception as exc:  # Java missing, bad master URL...: pyspark raises assorted types
+        raise SparkJobError(f"cannot start Spark ({master}): {' '.join(str(exc).split())[:300]}", 3) from None
+    spark.sparkContext.setLogLevel("OFF")
+    register(spark)
+    return spark
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``kvctl`` format in ``spark`` (needed only where the
+    ``pyspark_kvctl`` package is not importable for Spark's auto-discovery)."""
+    spark.dataSource.register(KvctlDataSource)

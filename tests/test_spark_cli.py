@@ -1,0 +1,117 @@
+"""``kvctl export`` / ``kvctl import``: options, output and exit codes per CLI.md.
+
+In-process (CliRunner), so the commands reuse the test run's one Spark session;
+the usage errors are also checked in a real process, where they must fail before
+Spark starts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_support import Kvctl, assert_one_error, run_process
+from spark_session import need_spark
+
+import spi
+
+pytestmark = pytest.mark.spark
+
+SPEC = spi.TableSpec(
+    "items",
+    [spi.Field("id", "long"), spi.Field("name", "string"), spi.Field("blob", "bytes"), spi.Field("at", "timestamp")],
+    primary_key=["id"],
+)
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    """A RocksDB store holding ``items`` (50 rows)."""
+    u = f"rocksdb://{tmp_path / 'db'}"
+    with spi.connect(u) as p:
+        p.admin.create(SPEC)
+        p.table("items").load(
+            {"id": i - 25, "name": f"näme {i}" if i % 3 else None, "blob": bytes([i]), "at": None} for i in range(50)
+        )
+    return u
+
+
+def rows(url: str, table: str) -> list[dict[str, Any]]:
+    """A table's rows in key order."""
+    with spi.connect(url) as p:
+        return [r.to_dict() for r in p.table(table).scan()]
+
+
+def test_export_then_import_with_create(spark: Any, url: str, tmp_path: Path) -> None:
+    kvctl = Kvctl(url)
+    out = str(tmp_path / "items.parquet")
+    res = kvctl.ok("export", "items", "--out", out, "--partitions", "2", "--where", "id >= 0")
+    assert res.out.strip() == "25"
+    assert f"exported 25 rows of 'items' to {out}" in res.err
+    res = kvctl.ok("import", "copy", "--in", out, "--create", "--pk", "id")
+    assert res.out.strip() == "25" and "imported 25 rows" in res.err
+    assert rows(url, "copy") == [r for r in rows(url, "items") if r["id"] >= 0]
+
+
+def test_json_export_is_iso_and_base64(spark: Any, url: str, tmp_path: Path) -> None:
+    out = tmp_path / "items.json"
+    Kvctl(url).ok("export", "items", "--out", str(out), "--format", "json", "--partitions", "1", "--where", "id = 1")
+    (line,) = [x for f in sorted(out.glob("part-*")) for x in f.read_text().splitlines()]
+    assert json.loads(line) == {"id": 1, "name": "näme 26", "blob": "Gg==", "at": None}
+
+
+def test_export_mode_error_exits_1(spark: Any, url: str, tmp_path: Path) -> None:
+    out = tmp_path / "exists"
+    out.mkdir()
+    assert_one_error(Kvctl(url)("export", "items", "--out", str(out)), 1)
+    assert list(out.iterdir()) == []
+
+
+def test_import_bad_value_exits_2_and_writes_nothing(spark: Any, url: str, tmp_path: Path) -> None:
+    src = tmp_path / "bad.csv"
+    src.write_text("id,name,at\n900,ok,2024-01-01T00:00:00Z\n901,bad,not-a-time\n")
+    res = Kvctl(url)("import", "items", "--in", str(src), "--format", "csv")
+    assert_one_error(res, 2)
+    assert "'at'" in res.err and "not-a-time" in res.err and "id=901" in res.err
+    assert len(rows(url, "items")) == 50
+
+
+def test_import_overwrite_needs_yes(spark: Any, url: str, tmp_path: Path) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text("id,name\n1,one\n")
+    assert_one_error(Kvctl(url)("import", "items", "--in", str(src), "--format", "csv", "--mode", "overwrite"), 2)
+    assert len(rows(url, "items")) == 50
+    res = Kvctl(url).ok("import", "items", "--in", str(src), "--format", "csv", "--mode", "overwrite", "--yes")
+    assert res.out.strip() == "1"
+    assert rows(url, "items") == [{"id": 1, "name": "one", "blob": None, "at": None}]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (["--url", "memory://", "export", "t", "--out", "x"], 2, "memory://"),
+        (["export", "items", "--out", "x", "--format", "xml"], 2, "--format"),
+        (["export", "missing", "--out", "x"], 1, "missing"),
+        (["export", "items", "--out", "x", "--where", "nope = 1"], 2, "nope"),
+        (["import", "items", "--in", "nowhere.parquet"], 2, "does not exist"),
+        (["import", "items", "--in", "x", "--create"], 2, "--pk"),
+        (["import", "missing", "--in", "x"], 1, "--create"),
+    ],
+)
+def test_usage_errors_fail_before_spark(url: str, tmp_path: Path, args: list[str], code: int, words: str) -> None:
+    full = args if args[0] == "--url" else ["--url", url, *args]
+    res = run_process(*full, cwd=tmp_path, env={"PYSPARK_SUBMIT_ARGS": "--this-would-break-spark"})
+    assert_one_error(res, code)
+    assert words in res.err
+
+
+def test_real_process_bad_row_is_one_error_line(url: str, tmp_path: Path) -> None:
+    """Spark's own output (JVM banner, task failure logs) must not reach the terminal."""
+    need_spark()
+    src = tmp_path / "bad.csv"
+    src.write_text("id,name\n1,a\nx,b\n")
+    res = run_process("--url", url, "import", "items", "--in", str(src), "--format", "csv", cwd=tmp_path)
+    assert_one_error(res, 2)
+    assert "'id'" in res.err and "'x'" in res.err

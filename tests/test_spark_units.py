@@ -1,0 +1,79 @@
+"""The Spark type mapping and error unwrapping, without a Spark session (pyspark is a dev dependency)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark.sql.types import (
+    BinaryType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+import spi
+from kvctl.spark.errors import SparkJobError, TaskError, unwrap
+from kvctl.spark.types import SPARK_TYPES, arrow_schema, field_type_of, spark_schema, spec_from_schema
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_every_type_maps_both_ways() -> None:
+    assert set(SPARK_TYPES) == set(spi.FieldType)
+    for ftype, stype in SPARK_TYPES.items():
+        assert field_type_of("c", stype) is ftype
+
+
+def test_spark_and_arrow_schema_of_a_spec() -> None:
+    spec = spi.TableSpec("t", [("k", "long"), ("v", "timestamp"), ("b", "bytes"), ("i", "int")], ["k"])
+    schema = spark_schema(spec)
+    assert schema == StructType(
+        [
+            StructField("k", LongType(), nullable=False),
+            StructField("v", TimestampType()),
+            StructField("b", BinaryType()),
+            StructField("i", IntegerType()),
+        ]
+    )
+    assert str(arrow_schema(schema).field("v").type) == "timestamp[us, tz=UTC]"
+
+
+def test_create_spec_from_a_file_schema() -> None:
+    schema = StructType([StructField("id", LongType()), StructField("name", StringType())])
+    assert spec_from_schema("t", schema, ["id"]) == spi.TableSpec("t", [("id", "long"), ("name", "string")], ["id"])
+    with pytest.raises(spi.InvalidFieldError, match="nope"):
+        spec_from_schema("t", schema, ["nope"])
+    for bad in (DateType(), DecimalType(10, 2)):
+        with pytest.raises(spi.InvalidFieldError, match="'when'"):
+            field_type_of("when", bad)
+
+
+def test_unwrap_finds_the_spi_error_in_a_java_trace() -> None:
+    inner = TaskError(spi.InvalidFieldError("column 'x' is int; got str 'a'"), "writing partition 3: ")
+    trace = f"py4j.protocol.Py4JJavaError: ...\nTraceback (most recent call last):\n  ...\n{inner}\n\tat org.apache..."
+    error = unwrap(Exception(trace))
+    assert type(error) is spi.InvalidFieldError
+    assert str(error) == "writing partition 3: column 'x' is int; got str 'a'"
+    assert isinstance(unwrap(ValueError("plain")), ValueError)  # not Spark's: unchanged
+
+
+def test_unwrap_summarises_other_spark_failures() -> None:
+    class Py4JJavaError(Exception):
+        pass
+
+    Py4JJavaError.__module__ = "py4j.protocol"
+    error = unwrap(Py4JJavaError("An error occurred\nTraceback...\nValueError: boom\n\tat org.apache..."))
+    assert isinstance(error, SparkJobError) and "ValueError: boom" in str(error)
+
+
+def test_the_cli_does_not_import_spark() -> None:
+    code = "import sys, kvctl.cli; sys.exit(1 if {'pyspark', 'pyarrow'} & set(sys.modules) else 0)"
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": str(REPO)})
