@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import repeat
 from operator import itemgetter
@@ -19,7 +19,7 @@ from spi.errors import KvError
 from spi.filters import Expr
 from spi.keys import Range, ResolvedRange
 from spi.spec import TableSpec
-from spi.table import ScanRequest, Stored, TableBase
+from spi.table import ColumnBatch, ScanRequest, Stored, TableBase
 
 if TYPE_CHECKING:
     from providers.postgres.provider import PgTransaction
@@ -43,6 +43,7 @@ class TableSql:
         t = self.table
         self.columns = spec.columns
         self.converters = row_converters(spec)
+        self.column_converters = {spec.columns[i]: convert for i, convert in self.converters}
         key_binds = [t.c[k] == sa.bindparam(f"kv_k{i}") for i, k in enumerate(spec.primary_key)]
         self.key_names = [f"kv_k{i}" for i in range(len(spec.primary_key))]
         self.get = sa.select(t).where(*key_binds)
@@ -122,6 +123,38 @@ class _Cursor:
         self._result.close()
 
 
+def _column_batches(
+    tx: PgTransaction,
+    cursor: Any,
+    columns: tuple[str, ...],
+    converters: dict[str, Callable[[Any], Any]],
+    batch_size: int,
+) -> Iterator[ColumnBatch]:
+    """Fetch ``batch_size`` tuples at a time from a server-side cursor and transpose
+    them: no per-row objects beyond the driver's tuples."""
+    try:
+        while True:
+            if tx.ended:
+                raise KvError("this scan's transaction has ended; scans are valid only inside their transaction")
+            with tx.errors():
+                rows = cursor.fetchmany(batch_size)
+            if not rows:
+                return
+            batch: ColumnBatch = {}
+            for name, values in zip(columns, zip(*rows)):
+                convert = converters.get(name)
+                batch[name] = list(values) if convert is None else [None if v is None else convert(v) for v in values]
+            done = len(rows) < batch_size
+            del rows
+            yield batch
+            if done:
+                return
+    finally:
+        if not tx.ended:
+            with tx.errors():
+                cursor.close()
+
+
 class PgTable(TableBase):
     """One PostgreSQL table inside one transaction."""
 
@@ -170,6 +203,11 @@ class PgTable(TableBase):
             cursor.close()
             return iter(self._sql.stored_many(rows))
         return self._tx.track(_Cursor(self._tx, self._tx.query(stmt, stream=True), self._sql))
+
+    def _scan_batches(self, request: ScanRequest, columns: tuple[str, ...], batch_size: int) -> Iterator[ColumnBatch]:
+        stmt = scan_select(self._sql.table, self.spec, request.key_range, request.where, columns=columns)
+        cursor = self._tx.track(self._tx.query(stmt, stream=True))
+        return _column_batches(self._tx, cursor, columns, self._sql.column_converters, batch_size)
 
     def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
         return int(self._tx.execute(count_select(self._sql.table, self.spec, key_range, where)).scalar_one())
