@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import repeat
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import distinct_on
@@ -18,6 +18,7 @@ from providers.postgres.sql import count_select, scan_select
 from spi.errors import KvError
 from spi.filters import Expr
 from spi.keys import Range, ResolvedRange
+from spi.row import Row
 from spi.spec import TableSpec
 from spi.table import ColumnBatch, ScanRequest, Stored, TableBase
 
@@ -30,6 +31,7 @@ FETCH_ROWS = 2000
 """Rows fetched per round trip from a server-side cursor."""
 
 
+T = TypeVar("T")
 _new_stored = partial(tuple.__new__, Stored)
 _last = itemgetter(-1)
 
@@ -72,6 +74,13 @@ class TableSql:
         values = map(dict, map(zip, repeat(self.columns), rows))
         return list(map(_new_stored, zip(values, map(_last, rows))))
 
+    def rows_many(self, rows: list[Any]) -> list[Row]:
+        """Fetched rows as :class:`Row` objects directly (no intermediate :class:`Stored`)."""
+        if self.converters:
+            return [Row.adopt(*self.stored(r)) for r in rows]
+        values = map(dict, map(zip, repeat(self.columns), rows))
+        return list(map(Row.adopt, values, map(_last, rows)))
+
     def key_params(self, key: tuple[Any, ...]) -> dict[str, Any]:
         """Bind parameters for a key."""
         return dict(zip(self.key_names, key))
@@ -91,20 +100,20 @@ def _compile_explain(element: Explain, compiler: Any, **kw: Any) -> str:
     return "EXPLAIN " + compiler.process(element.statement, **kw)
 
 
-class _Cursor:
-    """Rows of a streaming scan, fetched in chunks; refuses to go on once its
-    transaction ended."""
+class _Cursor(Generic[T]):
+    """Rows of a streaming scan, fetched in chunks and built by ``build``; refuses
+    to go on once its transaction ended."""
 
-    def __init__(self, tx: PgTransaction, result: Any, sql: TableSql) -> None:
+    def __init__(self, tx: PgTransaction, result: Any, build: Callable[[list[Any]], list[T]]) -> None:
         self._tx = tx
         self._result = result
-        self._sql = sql
-        self._chunk: Iterator[Stored] = iter(())
+        self._build = build
+        self._chunk: Iterator[T] = iter(())
 
-    def __iter__(self) -> _Cursor:
+    def __iter__(self) -> _Cursor[T]:
         return self
 
-    def __next__(self) -> Stored:
+    def __next__(self) -> T:
         if self._tx.ended:
             raise KvError("this scan's transaction has ended; scans are valid only inside their transaction")
         row = next(self._chunk, None)
@@ -114,7 +123,7 @@ class _Cursor:
             if not rows:
                 self.close()
                 raise StopIteration
-            self._chunk = iter(self._sql.stored_many(rows))
+            self._chunk = iter(self._build(rows))
             row = next(self._chunk)
         return row
 
@@ -186,6 +195,14 @@ class PgTable(TableBase):
         self._tx.execute(self._sql.delete, self._sql.key_params(key))
 
     def _scan(self, request: ScanRequest) -> Iterator[Stored]:
+        return self._fetch(request, self._sql.stored_many)
+
+    def _scan_rows(self, request: ScanRequest) -> Iterator[Row]:
+        return self._fetch(request, self._sql.rows_many)
+
+    def _fetch(self, request: ScanRequest, build: Callable[[list[Any]], list[T]]) -> Iterator[T]:
+        """The rows of a scan built by ``build``: fetched at once when ``limit`` is small,
+        else streamed through a server-side cursor."""
         stmt = scan_select(
             self._sql.table,
             self.spec,
@@ -201,8 +218,8 @@ class PgTable(TableBase):
             with self._tx.errors():
                 rows = cursor.fetchall()
             cursor.close()
-            return iter(self._sql.stored_many(rows))
-        return self._tx.track(_Cursor(self._tx, self._tx.query(stmt, stream=True), self._sql))
+            return iter(build(rows))
+        return self._tx.track(_Cursor(self._tx, self._tx.query(stmt, stream=True), build))
 
     def _scan_batches(self, request: ScanRequest, columns: tuple[str, ...], batch_size: int) -> Iterator[ColumnBatch]:
         stmt = scan_select(self._sql.table, self.spec, request.key_range, request.where, columns=columns)
