@@ -19,8 +19,8 @@ from spi.filters import Expr
 from spi.keys import KeyLike, Range
 from spi.row import Page, Row
 from spi.spec import TableSpec
-from spi.table import TableBase, merge_scans, run_load
-from spi.validate import check_limit
+from spi.table import ColumnBatch, TableBase, check_batch_size, merge_scans, run_load, transpose
+from spi.validate import check_limit, check_projection
 
 T = TypeVar("T")
 
@@ -301,6 +301,39 @@ class AutoCommitTable:
                 )
 
         return rows()
+
+    def scan_batches(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        batch_size: int = 10_000,
+    ) -> Iterator[ColumnBatch]:
+        """See :meth:`TableBase.scan_batches`: each batch is one page read in its own
+        short transaction (the first now, so errors raise here), like :meth:`scan`."""
+        size = check_batch_size(batch_size)
+        cols = None if columns is None else list(columns)
+
+        def page(after: str | None) -> tuple[Page, tuple[str, ...]]:
+            def op(t: TableBase) -> tuple[Page, tuple[str, ...]]:
+                got = t.scan_page(range, where=where, limit=size, after=after, columns=cols)
+                return got, check_projection(t.spec, cols) or t.spec.columns
+
+            return self._call(op)
+
+        first = page(None)
+
+        def batches() -> Iterator[ColumnBatch]:
+            current, names = first
+            while True:
+                if current.rows:
+                    yield transpose(current.rows, names)
+                if current.next_token is None:
+                    return
+                current, names = page(current.next_token)
+
+        return batches()
 
     def multi_scan(
         self,

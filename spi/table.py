@@ -2,7 +2,8 @@
 
 A provider subclasses :class:`TableBase` and implements the primitives
 (``_get``, ``_put``, ``_remove``, ``_scan``, ``_split`` and ``_explain``; ``_count``,
-``_get_many``, ``_scan_rows`` and ``_load_batch`` have generic defaults built on them). Every public operation — validation,
+``_get_many``, ``_scan_rows``, ``_scan_batches`` and ``_load_batch`` have generic defaults built
+on them). Every public operation — validation,
 versions, conditions, defaults, increments, compare-and-swap, range writes, bulk
 load batching, pagination tokens, multi-range merges — is implemented here, so
 every provider gives the same answers to the same operations.
@@ -35,6 +36,9 @@ from spi.validate import (
 )
 
 LOAD_MODES = ("upsert", "insert", "replace")
+
+ColumnBatch = dict[str, list[Any]]
+"""A batch of rows column by column: column name → its values, one per row (rows in scan order)."""
 
 
 class Stored(NamedTuple):
@@ -127,6 +131,18 @@ class TableBase(ABC):
         """What ``_scan`` yields, as rows of every column; providers may build the
         rows directly."""
         return itertools.starmap(Row.adopt, self._scan(request))
+
+    def _scan_batches(self, request: ScanRequest, columns: tuple[str, ...], batch_size: int) -> Iterator[ColumnBatch]:
+        """What ``_scan_rows`` yields, as ``columns`` in batches of at most ``batch_size``
+        rows (never an empty batch); providers may read columns without building rows."""
+        rows = self._scan_rows(request)
+        while True:
+            chunk = list(itertools.islice(rows, batch_size))
+            if not chunk:
+                return
+            yield transpose(chunk, columns)
+            if len(chunk) < batch_size:
+                return
 
     def _load_batch(self, rows: list[dict[str, Any]], mode: str) -> None:
         """Write a batch of validated rows; providers may override with a bulk path.
@@ -401,6 +417,23 @@ class TableBase(ABC):
         rows = self._scan_rows(request)
         return rows if proj is None else (_project(r, proj) for r in rows)
 
+    def scan_batches(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        batch_size: int = 10_000,
+    ) -> Iterator[ColumnBatch]:
+        """Stream matching rows in key order as column batches of at most ``batch_size``
+        rows (validated now, read lazily): the rows and values ``scan`` returns, without
+        versions, each batch holding ``columns`` (default: all) plus the key columns in
+        declaration order."""
+        proj = check_projection(self.spec, columns)
+        size = check_batch_size(batch_size)
+        request = self._request(range, where, None, False, None, None)
+        return self._scan_batches(request, self.spec.columns if proj is None else proj, size)
+
     def scan_page(
         self,
         range: Range | None = None,
@@ -478,6 +511,18 @@ class TableBase(ABC):
         return self._explain(request.key_range, request.where, request.order_by)
 
 
+def check_batch_size(batch_size: Any) -> int:
+    """Validate a ``batch_size`` argument: a positive integer."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise InvalidFieldError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return batch_size
+
+
+def transpose(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> ColumnBatch:
+    """Rows as a :data:`ColumnBatch` of ``columns``."""
+    return {c: [row[c] for row in rows] for c in columns}
+
+
 def _project(row: Row, columns: tuple[str, ...]) -> Row:
     return Row.adopt({c: row[c] for c in columns}, row.version)
 
@@ -529,8 +574,7 @@ def run_load(
     """
     if mode not in LOAD_MODES:
         raise InvalidFieldError(f"load mode must be one of {', '.join(LOAD_MODES)}, got {mode!r}")
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise InvalidFieldError(f"batch_size must be a positive integer, got {batch_size!r}")
+    check_batch_size(batch_size)
     written = 0
     index = 0
     batch: list[dict[str, Any]] = []
@@ -588,10 +632,13 @@ def _batch_position(spec: TableSpec, batch: list[dict[str, Any]], exc: KvError) 
 
 __all__ = [
     "LOAD_MODES",
+    "ColumnBatch",
     "ScanRequest",
     "Stored",
     "TableBase",
+    "check_batch_size",
     "merge_scans",
     "run_load",
     "sort_position",
+    "transpose",
 ]

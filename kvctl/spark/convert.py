@@ -16,9 +16,9 @@ from spi.validate import validate_row
 Converter = Callable[[Any], Any]
 
 
-def rows_to_batch(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
-    """One Arrow record batch with exactly ``schema`` from spi rows (every column present)."""
-    arrays = [pa.array([row[field.name] for row in rows], type=field.type) for field in schema]
+def columns_to_batch(columns: Mapping[str, Sequence[Any]], schema: pa.Schema) -> pa.RecordBatch:
+    """One Arrow record batch with exactly ``schema`` from an spi column batch (every column present)."""
+    arrays = [pa.array(columns[field.name], type=field.type) for field in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 

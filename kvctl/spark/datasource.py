@@ -4,11 +4,13 @@
     df.write.format("kvctl").option("url", URL).option("table", "orders").mode("append").save()
 
 Reading: the driver splits the table with ``table.split(partitions)``; every
-partition opens its own provider and reads its key range with auto-commit
-``scan_page`` calls of ``batch_rows`` rows, each its own short transaction (so N
-partitions on one RocksDB path take turns instead of one holding the path for
-the whole export), with ``where`` pushed to the provider's scan; each page
-becomes one Arrow record batch typed exactly by the table's spec. Writing: every partition converts
+partition opens its own provider and reads its key range with the auto-commit
+``table.scan_batches`` (column batches of ``batch_rows`` rows; ``where`` pushed to
+the provider's scan). By default each batch is its own short transaction (so N
+partitions on one RocksDB path take turns instead of one holding the path for the
+whole export); PostgreSQL streams each partition from one read-only snapshot. Each
+column batch becomes one Arrow record batch typed exactly by the table's spec, an
+array per column. Writing: every partition converts
 its rows to the table's types and calls ``table.load`` (one transaction per
 batch); ``mode("overwrite")`` empties the table first.
 """
@@ -30,7 +32,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 import spi
-from kvctl.spark.convert import TEXT_RULES, batch_rows, check_batches, check_columns, rows_to_batch
+from kvctl.spark.convert import TEXT_RULES, batch_rows, check_batches, check_columns, columns_to_batch
 from kvctl.spark.errors import guard, reports_errors
 from kvctl.spark.types import arrow_schema, spark_schema
 from kvctl.spark.urls import check_url
@@ -177,18 +179,11 @@ class KvctlReader(DataSourceReader):
         where = spi.parse_where(self.where, spec) if self.where else None
         rng = partition.range()
         with spi.connect(self.url) as p:
-            table = p.table(spec.name)
-            token = None
-            while True:
-                # One auto-commit page per batch: a short transaction each (see the module doc).
-                page = table.scan_page(rng, where=where, limit=self.batch_rows, after=token)
-                if page.rows:
-                    if self.counter is not None:
-                        self.counter.add(len(page.rows))
-                    yield rows_to_batch(page.rows, schema)
-                token = page.next_token
-                if token is None:
-                    return
+            for columns in p.table(spec.name).scan_batches(rng, where=where, batch_size=self.batch_rows):
+                batch = columns_to_batch(columns, schema)
+                if self.counter is not None:
+                    self.counter.add(batch.num_rows)
+                yield batch
 
 
 @dataclass

@@ -31,7 +31,14 @@ _retry_lock = threading.local()
 class PgTransaction(TransactionBase):
     """One SQLAlchemy connection in a SERIALIZABLE transaction (READ COMMITTED for DDL)."""
 
-    def __init__(self, provider: PostgresProvider, *, isolation: str | None = None, exclusive: bool = False) -> None:
+    def __init__(
+        self,
+        provider: PostgresProvider,
+        *,
+        isolation: str | None = None,
+        exclusive: bool = False,
+        read_only: bool = False,
+    ) -> None:
         super().__init__()
         self._provider = provider
         self.ended = False
@@ -43,6 +50,8 @@ class PgTransaction(TransactionBase):
             self._conn = provider.engine.connect()
             if isolation is not None:
                 self._conn.execution_options(isolation_level=isolation)
+            if read_only:
+                self._conn.execution_options(postgresql_readonly=True)
             # Begin now (no SQL is sent yet) so statements run on the driver connection
             # belong to the transaction SQLAlchemy commits.
             self._conn.begin()
@@ -216,12 +225,15 @@ class PostgresProvider(ProviderBase):
         """Table management (DDL in transactions)."""
         return self._admin
 
-    def transaction(self, *, isolation: str | None = None, exclusive: bool = False) -> PgTransaction:
-        """A new SERIALIZABLE transaction; ``exclusive`` first waits for the schema's retry lock."""
+    def transaction(
+        self, *, isolation: str | None = None, exclusive: bool = False, read_only: bool = False
+    ) -> PgTransaction:
+        """A new SERIALIZABLE transaction (or ``isolation``, ``read_only``); ``exclusive``
+        first waits for the schema's retry lock."""
         if self._closed:
             raise KvError(f"provider {self.url} is closed")
         self.ensure_schema()
-        return PgTransaction(self, isolation=isolation, exclusive=exclusive)
+        return PgTransaction(self, isolation=isolation, exclusive=exclusive, read_only=read_only)
 
     def run(self, fn: Callable[[TransactionBase], T], retries: int = 10) -> T:
         """Run ``fn(tx)``, retrying on :class:`ConflictError` (re-raised after ``retries``).

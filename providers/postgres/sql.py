@@ -144,14 +144,16 @@ def scan_select(
     descending: bool = False,
     after: bytes | None = None,
     limit: int | None = None,
+    columns: Sequence[str] | None = None,
 ) -> sa.Select[Any]:
-    """The SELECT for a scan (every column and the version)."""
+    """The SELECT for a scan: ``columns`` (default: every column and the version)."""
     conditions = range_condition(table, spec, key_range)
     if where is not None:
         conditions.append(compile_where(table, where))
     if after is not None:
         conditions.append(after_condition(table, spec, order_by, descending, after))
-    stmt = sa.select(table).where(*conditions).order_by(*order_clauses(table, spec, order_by, descending))
+    selected = [table] if columns is None else [table.c[c] for c in columns]
+    stmt = sa.select(*selected).where(*conditions).order_by(*order_clauses(table, spec, order_by, descending))
     if limit is not None:
         stmt = stmt.limit(limit)
     return stmt

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import repeat
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import distinct_on
@@ -18,8 +18,9 @@ from providers.postgres.sql import count_select, scan_select
 from spi.errors import KvError
 from spi.filters import Expr
 from spi.keys import Range, ResolvedRange
+from spi.row import Row
 from spi.spec import TableSpec
-from spi.table import ScanRequest, Stored, TableBase
+from spi.table import ColumnBatch, ScanRequest, Stored, TableBase
 
 if TYPE_CHECKING:
     from providers.postgres.provider import PgTransaction
@@ -30,6 +31,7 @@ FETCH_ROWS = 2000
 """Rows fetched per round trip from a server-side cursor."""
 
 
+T = TypeVar("T")
 _new_stored = partial(tuple.__new__, Stored)
 _last = itemgetter(-1)
 
@@ -43,6 +45,7 @@ class TableSql:
         t = self.table
         self.columns = spec.columns
         self.converters = row_converters(spec)
+        self.column_converters = {spec.columns[i]: convert for i, convert in self.converters}
         key_binds = [t.c[k] == sa.bindparam(f"kv_k{i}") for i, k in enumerate(spec.primary_key)]
         self.key_names = [f"kv_k{i}" for i in range(len(spec.primary_key))]
         self.get = sa.select(t).where(*key_binds)
@@ -71,6 +74,13 @@ class TableSql:
         values = map(dict, map(zip, repeat(self.columns), rows))
         return list(map(_new_stored, zip(values, map(_last, rows))))
 
+    def rows_many(self, rows: list[Any]) -> list[Row]:
+        """Fetched rows as :class:`Row` objects directly (no intermediate :class:`Stored`)."""
+        if self.converters:
+            return [Row.adopt(*self.stored(r)) for r in rows]
+        values = map(dict, map(zip, repeat(self.columns), rows))
+        return list(map(Row.adopt, values, map(_last, rows)))
+
     def key_params(self, key: tuple[Any, ...]) -> dict[str, Any]:
         """Bind parameters for a key."""
         return dict(zip(self.key_names, key))
@@ -90,20 +100,20 @@ def _compile_explain(element: Explain, compiler: Any, **kw: Any) -> str:
     return "EXPLAIN " + compiler.process(element.statement, **kw)
 
 
-class _Cursor:
-    """Rows of a streaming scan, fetched in chunks; refuses to go on once its
-    transaction ended."""
+class _Cursor(Generic[T]):
+    """Rows of a streaming scan, fetched in chunks and built by ``build``; refuses
+    to go on once its transaction ended."""
 
-    def __init__(self, tx: PgTransaction, result: Any, sql: TableSql) -> None:
+    def __init__(self, tx: PgTransaction, result: Any, build: Callable[[list[Any]], list[T]]) -> None:
         self._tx = tx
         self._result = result
-        self._sql = sql
-        self._chunk: Iterator[Stored] = iter(())
+        self._build = build
+        self._chunk: Iterator[T] = iter(())
 
-    def __iter__(self) -> _Cursor:
+    def __iter__(self) -> _Cursor[T]:
         return self
 
-    def __next__(self) -> Stored:
+    def __next__(self) -> T:
         if self._tx.ended:
             raise KvError("this scan's transaction has ended; scans are valid only inside their transaction")
         row = next(self._chunk, None)
@@ -113,13 +123,45 @@ class _Cursor:
             if not rows:
                 self.close()
                 raise StopIteration
-            self._chunk = iter(self._sql.stored_many(rows))
+            self._chunk = iter(self._build(rows))
             row = next(self._chunk)
         return row
 
     def close(self) -> None:
         """Close the server-side cursor."""
         self._result.close()
+
+
+def _column_batches(
+    tx: PgTransaction,
+    cursor: Any,
+    columns: tuple[str, ...],
+    converters: dict[str, Callable[[Any], Any]],
+    batch_size: int,
+) -> Iterator[ColumnBatch]:
+    """Fetch ``batch_size`` tuples at a time from a server-side cursor and transpose
+    them: no per-row objects beyond the driver's tuples."""
+    try:
+        while True:
+            if tx.ended:
+                raise KvError("this scan's transaction has ended; scans are valid only inside their transaction")
+            with tx.errors():
+                rows = cursor.fetchmany(batch_size)
+            if not rows:
+                return
+            batch: ColumnBatch = {}
+            for name, values in zip(columns, zip(*rows)):
+                convert = converters.get(name)
+                batch[name] = list(values) if convert is None else [None if v is None else convert(v) for v in values]
+            done = len(rows) < batch_size
+            del rows
+            yield batch
+            if done:
+                return
+    finally:
+        if not tx.ended:
+            with tx.errors():
+                cursor.close()
 
 
 class PgTable(TableBase):
@@ -153,6 +195,14 @@ class PgTable(TableBase):
         self._tx.execute(self._sql.delete, self._sql.key_params(key))
 
     def _scan(self, request: ScanRequest) -> Iterator[Stored]:
+        return self._fetch(request, self._sql.stored_many)
+
+    def _scan_rows(self, request: ScanRequest) -> Iterator[Row]:
+        return self._fetch(request, self._sql.rows_many)
+
+    def _fetch(self, request: ScanRequest, build: Callable[[list[Any]], list[T]]) -> Iterator[T]:
+        """The rows of a scan built by ``build``: fetched at once when ``limit`` is small,
+        else streamed through a server-side cursor."""
         stmt = scan_select(
             self._sql.table,
             self.spec,
@@ -168,8 +218,13 @@ class PgTable(TableBase):
             with self._tx.errors():
                 rows = cursor.fetchall()
             cursor.close()
-            return iter(self._sql.stored_many(rows))
-        return self._tx.track(_Cursor(self._tx, self._tx.query(stmt, stream=True), self._sql))
+            return iter(build(rows))
+        return self._tx.track(_Cursor(self._tx, self._tx.query(stmt, stream=True), build))
+
+    def _scan_batches(self, request: ScanRequest, columns: tuple[str, ...], batch_size: int) -> Iterator[ColumnBatch]:
+        stmt = scan_select(self._sql.table, self.spec, request.key_range, request.where, columns=columns)
+        cursor = self._tx.track(self._tx.query(stmt, stream=True))
+        return _column_batches(self._tx, cursor, columns, self._sql.column_converters, batch_size)
 
     def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
         return int(self._tx.execute(count_select(self._sql.table, self.spec, key_range, where)).scalar_one())

@@ -646,6 +646,52 @@ class ConformanceTests:
             assert got == expected
             assert pages == max(1, -(-len(expected) // 4))
 
+    def test_scan_batches_match_scan(self, provider: Any, orders: Any) -> None:
+        cases: list[tuple[Any, Any, Any]] = [
+            (None, None, None),
+            (Range.prefix(("eu",)), None, None),
+            (Range(("eu", 0), ("us", 3), start_inclusive=False, end_inclusive=True), None, None),
+            (None, col("status") == "open", None),
+            (None, (col("total") > 0) | col("note").is_null(), ["total"]),
+            (Range.prefix(("zz",)), None, None),
+            (None, col("status") == "none such", ["note"]),
+        ]
+        for rng, where, columns in cases:
+            rows = [dict(r) for r in orders.scan(rng, where=where, columns=columns)]
+            for size in (1, 4, 7, 30, 31, 10_000):
+                auto = list(orders.scan_batches(rng, where=where, columns=columns, batch_size=size))
+                with provider.transaction() as tx:
+                    in_tx = list(tx.table("orders").scan_batches(rng, where=where, columns=columns, batch_size=size))
+                for batches in (auto, in_tx):
+                    sizes = [len(next(iter(b.values()))) for b in batches]
+                    assert all(len(values) == n for b, n in zip(batches, sizes) for values in b.values())
+                    assert sizes == [size] * (len(rows) // size) + ([len(rows) % size] if len(rows) % size else [])
+                    assert [dict(zip(b, values)) for b in batches for values in zip(*b.values())] == rows
+                    assert all(list(b) == list(rows[0]) for b in batches)
+
+    def test_scan_batches_types_empty_and_errors(self, provider: Any) -> None:
+        provider.admin.create(ALL_TYPES)
+        t = provider.table("alltypes")
+        assert list(t.scan_batches()) == []
+        ts = dt.datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+        t.upsert({"k": -7, "i": -5, "l": 2**63 - 1, "f": 0.1, "d": -1e308, "s": "naïve ✓ 日本", "b": b"\x00\xff"})
+        t.upsert({"k": 8, "ts": ts, "flag": False, "b": b""})
+        expected = {c: [r[c] for r in t.scan()] for c in ALL_TYPES.columns}
+
+        def check(table: Any) -> None:
+            (batch,) = list(table.scan_batches())
+            assert batch == expected
+            assert type(batch["b"][0]) is bytes and type(batch["f"][0]) is float
+            assert batch["ts"][1] == ts and batch["ts"][1].utcoffset() == dt.timedelta(0)
+            assert batch["f"][0] == spi.types.to_float32(0.1)
+            for bad in ({"batch_size": 0}, {"batch_size": True}, {"columns": ["nope"]}, {"where": col("s") > 3}):
+                with pytest.raises(InvalidFieldError):
+                    table.scan_batches(**bad)
+
+        check(t)
+        with provider.transaction() as tx:
+            check(tx.table("alltypes"))
+
     def test_scan_page_limit_zero_keeps_position(self, provider: Any, orders: Any) -> None:
         first = orders.scan_page(limit=3)
         empty = orders.scan_page(limit=0, after=first.next_token)
