@@ -154,6 +154,8 @@ def checker(ftype: FieldType, column: str, *, in_key: bool = False, indexed: boo
     """
 
     def general(value: Any) -> Any:
+        if value is None and not in_key:
+            return None  # nulls are common in bulk data: skip the type dispatch
         return validate_value(ftype, value, column, in_key=in_key, indexed=indexed)
 
     if ftype in _INT_RANGE:

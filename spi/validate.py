@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from spi.errors import InvalidFieldError
 from spi.spec import TableSpec
+from spi.types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, MAX_KEY_BYTES, MAX_VALUE_BYTES, FieldType
 
 
 def validate_columns(spec: TableSpec, row: Any, *, what: str = "row") -> dict[str, Any]:
@@ -23,6 +25,11 @@ def validate_columns(spec: TableSpec, row: Any, *, what: str = "row") -> dict[st
 
 def validate_row(spec: TableSpec, row: Any) -> dict[str, Any]:
     """Validate a row for writing: every key column present, every value typed."""
+    if type(row) is dict and len(row) == len(spec.columns):
+        try:
+            return _full_row_validator(spec)(row)
+        except KeyError:
+            pass  # not exactly the spec's columns: the general path explains
     values = validate_columns(spec, row)
     for k in spec.primary_key:
         if k not in values:
@@ -73,3 +80,40 @@ def check_limit(limit: Any, *, required: bool = False) -> int | None:
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
         raise InvalidFieldError(f"limit must be a non-negative integer, got {limit!r}")
     return limit
+
+
+# Inline fast check per type; ``v`` is the value, ``c`` the column's full checker.
+_FAST: dict[FieldType, str] = {
+    FieldType.INT: f"type(v) is int and {INT32_MIN} <= v <= {INT32_MAX}",
+    FieldType.LONG: f"type(v) is int and {INT64_MIN} <= v <= {INT64_MAX}",
+    FieldType.BOOL: "type(v) is bool",
+}
+
+
+@lru_cache(maxsize=256)
+def _full_row_validator(spec: TableSpec) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A validator generated for rows that carry every column of ``spec``.
+
+    Bulk rows nearly always do, so each value gets its column's common-case check
+    inline (no call per value); any other value goes to the column's full checker,
+    so results and errors are exactly those of :func:`validate_columns`. Returns the
+    row in column order; raises KeyError when a column is missing.
+    """
+    names = spec.columns
+    lines = ["def validate(row):"]
+    namespace: dict[str, Any] = {}
+    for i, name in enumerate(names):
+        ftype = spec.type_of(name)
+        namespace[f"c{i}"] = spec.validators[name]
+        namespace[f"n{i}"] = name
+        fast = _FAST.get(ftype)
+        if ftype is FieldType.STRING:
+            limit = MAX_KEY_BYTES if spec.is_key(name) or spec.is_indexed(name) else MAX_VALUE_BYTES
+            fast = f'type(v) is str and len(v) <= {limit} and v.isascii() and "\\x00" not in v'
+        if not spec.is_key(name):
+            fast = "v is None" if fast is None else f"v is None or ({fast})"
+        lines.append(f"    v = row[n{i}]")
+        lines.append(f"    v{i} = v if {fast} else c{i}(v)" if fast else f"    v{i} = c{i}(v)")
+    lines.append("    return {" + ", ".join(f"n{i}: v{i}" for i in range(len(names))) + "}")
+    exec("\n".join(lines), namespace)
+    return namespace["validate"]  # type: ignore[no-any-return]
