@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from itertools import repeat
 from operator import itemgetter
@@ -20,9 +20,12 @@ from spi.filters import Expr
 from spi.keys import Range, ResolvedRange
 from spi.row import Row
 from spi.spec import TableSpec
-from spi.table import ColumnBatch, ScanRequest, Stored, TableBase
+from spi.table import ColumnBatch, ScanRequest, Stored, TableBase, check_batch_size
+from spi.validate import check_projection
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from providers.postgres.provider import PgTransaction
 
 STREAM_ABOVE = 10_000
@@ -225,6 +228,24 @@ class PgTable(TableBase):
         stmt = scan_select(self._sql.table, self.spec, request.key_range, request.where, columns=columns)
         cursor = self._tx.track(self._tx.query(stmt, stream=True))
         return _column_batches(self._tx, cursor, columns, self._sql.column_converters, batch_size)
+
+    def copy_arrow(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        batch_size: int = 10_000,
+    ) -> Iterator[pa.RecordBatch]:
+        """:meth:`scan_arrow` through one ``COPY ... TO STDOUT`` (validated now, read
+        lazily); the COPY holds the connection until the iterator ends, so only a
+        transaction nothing else uses may call this."""
+        from providers.postgres.arrow import copy_arrow
+
+        proj = check_projection(self.spec, columns)
+        size = check_batch_size(batch_size)
+        request = self._request(range, where, None, False, None, None)
+        return copy_arrow(self._tx, self._sql, request, self.spec.columns if proj is None else proj, size)
 
     def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
         return int(self._tx.execute(count_select(self._sql.table, self.spec, key_range, where)).scalar_one())
