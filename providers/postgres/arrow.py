@@ -91,10 +91,7 @@ def copy_sql(tx: PgTransaction, sql: TableSql, request: ScanRequest, columns: tu
     """The COPY statement: the scan's SELECT with every value rendered as a literal by
     psycopg's client-side adaptation (COPY takes no parameters)."""
     stmt = scan_select(sql.table, sql.spec, request.key_range, request.where, columns=columns)
-    compiled = stmt.compile(dialect=tx.dialect)
-    processors = compiled._bind_processors
-    params = {k: processors[k](v) if k in processors else v for k, v in compiled.params.items()}
-    select = ClientCursor(tx.driver_connection()).mogrify(str(compiled), params)
+    select = ClientCursor(tx.driver_connection()).mogrify(*tx.compile(stmt))
     return f"COPY ({select}) TO STDOUT WITH (FORMAT csv)".encode()
 
 
