@@ -9,12 +9,11 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from providers.postgres.schema import VERSION, build_table, row_converters
-from providers.postgres.sql import count_select, scan_select
+from providers.postgres.sql import count_select, range_condition, scan_select
 from spi.errors import KvError
 from spi.filters import Expr
 from spi.keys import Range, ResolvedRange
@@ -251,18 +250,23 @@ class PgTable(TableBase):
         return int(self._tx.execute(count_select(self._sql.table, self.spec, key_range, where)).scalar_one())
 
     def _split(self, n: int) -> list[Range]:
-        t = self._sql.table
-        keys = [t.c[k] for k in self.spec.primary_key]
+        """Ranges of about ``count / n`` rows: each boundary is found by skipping that
+        many keys from the previous one in the primary key index (every key read once,
+        no sort, no window materialising the table)."""
         if n <= 1:
             return [Range()]
-        bucket = sa.func.ntile(n).over(order_by=keys).label("kv_bucket")
-        inner = sa.select(*keys, bucket).subquery()
-        first = (
-            sa.select(*(inner.c[k] for k in self.spec.primary_key))
-            .ext(distinct_on(inner.c.kv_bucket))
-            .order_by(inner.c.kv_bucket, *(inner.c[k] for k in self.spec.primary_key))
-        )
-        starts = [tuple(r) for r in self._tx.execute(first).fetchall()][1:]
+        t = self._sql.table
+        keys = [t.c[k] for k in self.spec.primary_key]
+        total = self._count(ResolvedRange.everything(), None)
+        step = max(1, total // n)
+        starts: list[tuple[Any, ...]] = []
+        for _ in range(n - 1):
+            after = ResolvedRange(starts[-1], True, None, False) if starts else ResolvedRange.everything()
+            stmt = sa.select(*keys).where(*range_condition(t, self.spec, after)).order_by(*keys).offset(step).limit(1)
+            row = self._tx.execute(stmt).first()
+            if row is None:
+                break
+            starts.append(tuple(row))
         if not starts:
             return [Range()]
         bounds: list[tuple[Any, ...] | None] = [None, *starts, None]
