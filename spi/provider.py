@@ -12,7 +12,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from spi.errors import ConflictError, InvalidFieldError
 from spi.filters import Expr
@@ -21,6 +21,9 @@ from spi.row import Page, Row
 from spi.spec import TableSpec
 from spi.table import ColumnBatch, TableBase, check_batch_size, merge_scans, run_load, transpose
 from spi.validate import check_limit, check_projection
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 T = TypeVar("T")
 
@@ -312,26 +315,47 @@ class AutoCommitTable:
     ) -> Iterator[ColumnBatch]:
         """See :meth:`TableBase.scan_batches`: each batch is one page read in its own
         short transaction (the first now, so errors raise here), like :meth:`scan`."""
+        return (batch for _, batch in self._paged_batches(range, where, columns, batch_size))
+
+    def scan_arrow(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        batch_size: int = 10_000,
+    ) -> Iterator[pa.RecordBatch]:
+        """See :meth:`TableBase.scan_arrow`: :meth:`scan_batches` pages as Arrow, each
+        typed by the spec its page was read with."""
+        from spi.arrow import record_batches
+
+        return record_batches(self._paged_batches(range, where, columns, batch_size))
+
+    def _paged_batches(
+        self, range: Range | None, where: Expr | None, columns: Iterable[str] | None, batch_size: int
+    ) -> Iterator[tuple[TableSpec, ColumnBatch]]:
+        """Pages as column batches with the spec each was read with (the first page
+        is read now, so errors raise here)."""
         size = check_batch_size(batch_size)
         cols = None if columns is None else list(columns)
 
-        def page(after: str | None) -> tuple[Page, tuple[str, ...]]:
-            def op(t: TableBase) -> tuple[Page, tuple[str, ...]]:
+        def page(after: str | None) -> tuple[Page, TableSpec, tuple[str, ...]]:
+            def op(t: TableBase) -> tuple[Page, TableSpec, tuple[str, ...]]:
                 got = t.scan_page(range, where=where, limit=size, after=after, columns=cols)
-                return got, check_projection(t.spec, cols) or t.spec.columns
+                return got, t.spec, check_projection(t.spec, cols) or t.spec.columns
 
             return self._call(op)
 
         first = page(None)
 
-        def batches() -> Iterator[ColumnBatch]:
-            current, names = first
+        def batches() -> Iterator[tuple[TableSpec, ColumnBatch]]:
+            current, spec, names = first
             while True:
                 if current.rows:
-                    yield transpose(current.rows, names)
+                    yield spec, transpose(current.rows, names)
                 if current.next_token is None:
                     return
-                current, names = page(current.next_token)
+                current, spec, names = page(current.next_token)
 
         return batches()
 

@@ -2,7 +2,8 @@
 
 A provider subclasses :class:`TableBase` and implements the primitives
 (``_get``, ``_put``, ``_remove``, ``_scan``, ``_split`` and ``_explain``; ``_count``,
-``_get_many``, ``_scan_rows``, ``_scan_batches`` and ``_load_batch`` have generic defaults built
+``_get_many``, ``_scan_rows``, ``_scan_batches``, ``_scan_arrow`` and ``_load_batch`` have generic
+defaults built
 on them). Every public operation — validation,
 versions, conditions, defaults, increments, compare-and-swap, range writes, bulk
 load batching, pagination tokens, multi-range merges — is implemented here, so
@@ -16,7 +17,7 @@ import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from spi.codec import encode_key, encode_nullable
 from spi.errors import InvalidFieldError, KvError, RowExistsError, RowNotFoundError, VersionMismatchError
@@ -34,6 +35,9 @@ from spi.validate import (
     validate_changes,
     validate_row,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 LOAD_MODES = ("upsert", "insert", "replace")
 
@@ -143,6 +147,16 @@ class TableBase(ABC):
             yield transpose(chunk, columns)
             if len(chunk) < batch_size:
                 return
+
+    def _scan_arrow(self, request: ScanRequest, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        """What ``_scan_batches`` yields, as Arrow record batches typed by the spec (never
+        an empty batch, each of at most ``batch_size`` rows); providers may produce Arrow
+        without making Python objects per value."""
+        from spi.arrow import arrow_schema, columns_to_batch
+
+        schema = arrow_schema(self.spec, columns)
+        for batch in self._scan_batches(request, columns, batch_size):
+            yield columns_to_batch(batch, schema)
 
     def _load_batch(self, rows: list[dict[str, Any]], mode: str) -> None:
         """Write a batch of validated rows; providers may override with a bulk path.
@@ -433,6 +447,22 @@ class TableBase(ABC):
         size = check_batch_size(batch_size)
         request = self._request(range, where, None, False, None, None)
         return self._scan_batches(request, self.spec.columns if proj is None else proj, size)
+
+    def scan_arrow(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        batch_size: int = 10_000,
+    ) -> Iterator[pa.RecordBatch]:
+        """:meth:`scan_batches` as Arrow record batches (needs pyarrow): the same rows and
+        values, typed by :func:`spi.arrow.arrow_type` (key columns non-nullable), each
+        batch non-empty with at most ``batch_size`` rows (validated now, read lazily)."""
+        proj = check_projection(self.spec, columns)
+        size = check_batch_size(batch_size)
+        request = self._request(range, where, None, False, None, None)
+        return self._scan_arrow(request, self.spec.columns if proj is None else proj, size)
 
     def scan_page(
         self,

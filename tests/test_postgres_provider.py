@@ -152,10 +152,26 @@ def test_hostile_values_bound_and_round_trip(pg_factory: Callable[..., Any]) -> 
         assert t.read((f"load{i}",))["v"] == value
         assert {r["k"] for r in t.scan(where=col("ix") == value)} == {value, f"load{i}"}
         assert t.count(where=col("v").startswith(value)) >= 1
+        # COPY takes no parameters: the values are rendered as literals by psycopg
+        arrow = [r for b in t.scan_arrow(where=col("ix") == value, columns=["b"]) for r in b.to_pylist()]
+        assert arrow == [dict(r) for r in t.scan(where=col("ix") == value, columns=["b"])] and len(arrow) == 2
     assert [r["k"] for r in t.scan(where=col("k").isin(HOSTILE_VALUES[:3]))] == sorted(HOSTILE_VALUES[:3])
     assert p.admin.list_tables() == ["hostile"]
     assert t.count() == 2 * len(HOSTILE_VALUES)
     assert "DROP" not in p.admin.list_tables()
+
+
+def test_scan_arrow_stopped_early_leaves_the_connection_usable(pg_factory: Callable[..., Any]) -> None:
+    p = pg_factory()
+    p.admin.create(spi.TableSpec("many", [spi.Field("k", "long"), spi.Field("s", "string")], ["k"]))
+    t = p.table("many")
+    t.load({"k": i, "s": f"v{i}"} for i in range(5000))
+    for _ in range(3):  # more times than the pool has connections
+        batches = t.scan_arrow(batch_size=10)
+        assert next(batches).num_rows == 10
+        batches.close()  # drains the COPY, ends the snapshot
+    t.upsert({"k": -1, "s": "x"})
+    assert t.count() == 5001 and sum(b.num_rows for b in t.scan_arrow()) == 5001
 
 
 def test_psql_reads_the_same_rows(pg_server: Any, pg_factory: Callable[..., Any]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -14,12 +14,6 @@ from spi.textvalues import from_json_value, parse_field
 from spi.validate import validate_row
 
 Converter = Callable[[Any], Any]
-
-
-def columns_to_batch(columns: Mapping[str, Sequence[Any]], schema: pa.Schema) -> pa.RecordBatch:
-    """One Arrow record batch with exactly ``schema`` from an spi column batch (every column present)."""
-    arrays = [pa.array(columns[field.name], type=field.type) for field in schema]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def check_columns(spec: TableSpec, columns: Iterable[str]) -> None:

@@ -32,10 +32,11 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 import spi
-from kvctl.spark.convert import TEXT_RULES, batch_rows, check_batches, check_columns, columns_to_batch
+from kvctl.spark.convert import TEXT_RULES, batch_rows, check_batches, check_columns
 from kvctl.spark.errors import guard, reports_errors
-from kvctl.spark.types import arrow_schema, spark_schema
+from kvctl.spark.types import spark_schema
 from kvctl.spark.urls import check_url
+from spi.arrow import arrow_schema as spi_arrow_schema
 from spi.table import LOAD_MODES
 
 NAME = "kvctl"
@@ -175,12 +176,13 @@ class KvctlReader(DataSourceReader):
 
     def _read(self, partition: KeyRangePartition) -> Iterator[pa.RecordBatch]:
         spec = spi.TableSpec.from_json(self.spec_json)
-        schema = arrow_schema(spark_schema(spec))
+        schema = spi_arrow_schema(spec)
         where = spi.parse_where(self.where, spec) if self.where else None
         rng = partition.range()
         with spi.connect(self.url) as p:
-            for columns in p.table(spec.name).scan_batches(rng, where=where, batch_size=self.batch_rows):
-                batch = columns_to_batch(columns, schema)
+            for batch in p.table(spec.name).scan_arrow(rng, where=where, batch_size=self.batch_rows):
+                if batch.schema != schema:
+                    batch = batch.cast(schema)
                 if self.counter is not None:
                     self.counter.add(batch.num_rows)
                 yield batch

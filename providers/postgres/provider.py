@@ -100,9 +100,7 @@ class PgTransaction(TransactionBase):
         ``stream``) yields plain tuples, skipping SQLAlchemy's per-row result objects."""
         if self.ended:
             raise KvError("this transaction has ended; open a new one")
-        compiled = statement.compile(dialect=self.dialect)
-        processors = compiled._bind_processors
-        params = {k: processors[k](v) if k in processors else v for k, v in compiled.params.items()}
+        text, params = self.compile(statement)
         with self.errors():
             raw = self._conn.connection.driver_connection
             if stream:
@@ -110,8 +108,15 @@ class PgTransaction(TransactionBase):
                 cursor.itersize = FETCH_ROWS
             else:
                 cursor = raw.cursor(binary=True)
-            cursor.execute(str(compiled), params)
+            cursor.execute(text, params)
         return cursor
+
+    def compile(self, statement: Any) -> tuple[str, dict[str, Any]]:
+        """A SQLAlchemy statement as the driver's SQL text and its processed parameters."""
+        compiled = statement.compile(dialect=self.dialect)
+        processors = compiled._bind_processors
+        params = {k: processors[k](v) if k in processors else v for k, v in compiled.params.items()}
+        return str(compiled), params
 
     def fetch_row(self, sql: TableSql, key: tuple[Any, ...]) -> Stored | None:
         """The stored row with ``key``, or None."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import sqlalchemy as sa
 
@@ -25,7 +25,11 @@ from spi.row import Page, Row
 from spi.table import ColumnBatch, Stored
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from providers.postgres.provider import PgTransaction, PostgresProvider
+
+T = TypeVar("T")
 
 
 class Fallback(Exception):
@@ -89,7 +93,7 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _until_exhausted(tx: PgTransaction, batches: Iterator[ColumnBatch]) -> Iterator[ColumnBatch]:
+def _until_exhausted(tx: PgTransaction, batches: Iterator[T]) -> Iterator[T]:
     """``batches``, then commit ``tx`` (roll it back if iteration fails or stops early)."""
     with tx:
         yield from batches
@@ -131,6 +135,27 @@ class PgAutoCommitTable(AutoCommitTable):
         tx = self._provider.transaction(isolation="REPEATABLE READ", read_only=True)
         try:
             batches = tx.table(self.name).scan_batches(range, where=where, columns=columns, batch_size=batch_size)
+        except BaseException as exc:
+            tx.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return _until_exhausted(tx, batches)
+
+    def scan_arrow(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        batch_size: int = 10_000,
+    ) -> Iterator[pa.RecordBatch]:
+        """See :meth:`TableBase.scan_arrow`: like :meth:`scan_batches`, one REPEATABLE
+        READ, READ ONLY transaction, read with ``COPY ... TO STDOUT`` parsed by pyarrow
+        (see :mod:`providers.postgres.arrow`)."""
+        tx = self._provider.transaction(isolation="REPEATABLE READ", read_only=True)
+        try:
+            table = tx.table(self.name)
+            assert isinstance(table, PgTable)
+            batches = table.copy_arrow(range, where=where, columns=columns, batch_size=batch_size)
         except BaseException as exc:
             tx.__exit__(type(exc), exc, exc.__traceback__)
             raise

@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from providers.postgres.schema import VERSION, build_table, row_converters
-from providers.postgres.sql import count_select, scan_select
+from providers.postgres.sql import count_select, range_condition, scan_select
 from spi.errors import KvError
 from spi.filters import Expr
 from spi.keys import Range, ResolvedRange
 from spi.row import Row
 from spi.spec import TableSpec
-from spi.table import ColumnBatch, ScanRequest, Stored, TableBase
+from spi.table import ColumnBatch, ScanRequest, Stored, TableBase, check_batch_size
+from spi.validate import check_projection
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from providers.postgres.provider import PgTransaction
 
 STREAM_ABOVE = 10_000
@@ -226,22 +228,45 @@ class PgTable(TableBase):
         cursor = self._tx.track(self._tx.query(stmt, stream=True))
         return _column_batches(self._tx, cursor, columns, self._sql.column_converters, batch_size)
 
+    def copy_arrow(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        batch_size: int = 10_000,
+    ) -> Iterator[pa.RecordBatch]:
+        """:meth:`scan_arrow` through one ``COPY ... TO STDOUT`` (validated now, read
+        lazily); the COPY holds the connection until the iterator ends, so only a
+        transaction nothing else uses may call this."""
+        from providers.postgres.arrow import copy_arrow
+
+        proj = check_projection(self.spec, columns)
+        size = check_batch_size(batch_size)
+        request = self._request(range, where, None, False, None, None)
+        return copy_arrow(self._tx, self._sql, request, self.spec.columns if proj is None else proj, size)
+
     def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
         return int(self._tx.execute(count_select(self._sql.table, self.spec, key_range, where)).scalar_one())
 
     def _split(self, n: int) -> list[Range]:
-        t = self._sql.table
-        keys = [t.c[k] for k in self.spec.primary_key]
+        """Ranges of about ``count / n`` rows: each boundary is found by skipping that
+        many keys from the previous one in the primary key index (every key read once,
+        no sort, no window materialising the table)."""
         if n <= 1:
             return [Range()]
-        bucket = sa.func.ntile(n).over(order_by=keys).label("kv_bucket")
-        inner = sa.select(*keys, bucket).subquery()
-        first = (
-            sa.select(*(inner.c[k] for k in self.spec.primary_key))
-            .ext(distinct_on(inner.c.kv_bucket))
-            .order_by(inner.c.kv_bucket, *(inner.c[k] for k in self.spec.primary_key))
-        )
-        starts = [tuple(r) for r in self._tx.execute(first).fetchall()][1:]
+        t = self._sql.table
+        keys = [t.c[k] for k in self.spec.primary_key]
+        total = self._count(ResolvedRange.everything(), None)
+        step = max(1, total // n)
+        starts: list[tuple[Any, ...]] = []
+        for _ in range(n - 1):
+            after = ResolvedRange(starts[-1], True, None, False) if starts else ResolvedRange.everything()
+            stmt = sa.select(*keys).where(*range_condition(t, self.spec, after)).order_by(*keys).offset(step).limit(1)
+            row = self._tx.execute(stmt).first()
+            if row is None:
+                break
+            starts.append(tuple(row))
         if not starts:
             return [Range()]
         bounds: list[tuple[Any, ...] | None] = [None, *starts, None]

@@ -692,6 +692,62 @@ class ConformanceTests:
         with provider.transaction() as tx:
             check(tx.table("alltypes"))
 
+    def test_scan_arrow_matches_scan(self, provider: Any, orders: Any) -> None:
+        pa = pytest.importorskip("pyarrow")
+        from spi.arrow import arrow_schema
+
+        provider.admin.create(ALL_TYPES)
+        t = provider.table("alltypes")
+        assert list(t.scan_arrow()) == []
+        odd = dt.timezone(dt.timedelta(hours=-3, minutes=-30))
+        values: list[dict[str, Any]] = [
+            {"k": -9, "s": "", "b": b"", "f": 0.0, "d": -0.0, "flag": False},
+            {"k": -1, "s": 'naïve ✓ 日本\n"q",x', "b": b'\x00\xff\n,"', "f": 0.1, "d": math.nan},
+            {"k": 0, "i": -(2**31), "l": -(2**63), "f": -3.4028234663852886e38, "d": math.inf, "flag": True},
+            {"k": 3, "i": 2**31 - 1, "l": 2**63 - 1, "f": 1.401298464324817e-45, "d": -math.inf, "s": "NULL"},
+            {"k": 4, "ts": dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), "s": "\\.", "b": b"\\x"},
+            {"k": 5, "ts": dt.datetime(1, 1, 1, tzinfo=UTC), "d": 5e-324, "f": math.nan, "s": "NaN"},
+            {"k": 6, "ts": dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), "d": 0.1 + 0.2},
+            {"k": 7, "ts": dt.datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=odd), "f": 16777217.0, "s": " t "},
+        ]
+        for row in values:
+            t.upsert(row)
+        cases: list[tuple[Any, Any, Any]] = [
+            (None, None, None),
+            (Range((-1,), (5,), start_inclusive=False), None, None),
+            (None, col("s").is_null() | (col("s") == ""), ["b", "ts"]),
+            (None, col("i") > 0, ["f"]),
+            (Range((100,), None), None, None),
+        ]
+        for rng, where, columns in cases:
+            expected = [dict(r) for r in t.scan(rng, where=where, columns=columns)]
+            for size in (1, 3, 10_000):
+                auto = list(t.scan_arrow(rng, where=where, columns=columns, batch_size=size))
+                with provider.transaction() as tx:
+                    in_tx = list(tx.table("alltypes").scan_arrow(rng, where=where, columns=columns, batch_size=size))
+                for batches in (auto, in_tx):
+                    assert all(0 < b.num_rows <= size for b in batches)
+                    for b in batches:
+                        assert b.schema == arrow_schema(ALL_TYPES, list(expected[0]))
+                    got = [row for b in batches for row in b.to_pylist()]
+                    assert len(got) == len(expected)
+                    for g, e in zip(got, expected):
+                        assert list(g) == list(e)
+                        for c, v in e.items():
+                            w = g[c]
+                            if isinstance(v, float) and math.isnan(v):
+                                assert isinstance(w, float) and math.isnan(w), (c, v, w)
+                            else:
+                                assert w == v and type(w) is type(v), (c, v, w)
+                                if isinstance(v, float):
+                                    assert math.copysign(1, w) == math.copysign(1, v), (c, v, w)
+        for bad in ({"batch_size": 0}, {"columns": ["nope"]}, {"where": col("total") > "x"}):
+            with pytest.raises(InvalidFieldError):
+                orders.scan_arrow(**bad)
+            with provider.transaction() as tx, pytest.raises(InvalidFieldError):
+                tx.table("orders").scan_arrow(**bad)
+        assert pa.Table.from_batches(list(orders.scan_arrow(batch_size=4))).num_rows == len(list(orders.scan()))
+
     def test_scan_page_limit_zero_keeps_position(self, provider: Any, orders: Any) -> None:
         first = orders.scan_page(limit=3)
         empty = orders.scan_page(limit=0, after=first.next_token)
