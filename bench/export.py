@@ -147,7 +147,7 @@ def run(url: str, n: int, partitions: int | None, master: str, work: str) -> Non
 
     from kvctl.spark.session import spark_session
     from kvctl.spark.transfer import export_table
-    from kvctl.spark.types import arrow_schema, spark_schema
+    from spi.arrow import arrow_schema
 
     spark = spark_session(master, app_name="kvctl-bench-export", conf={"spark.jars": JAR, "spark.driver.memory": "2g"})
     p = partitions or spark.sparkContext.defaultParallelism
@@ -170,7 +170,7 @@ def run(url: str, n: int, partitions: int | None, master: str, work: str) -> Non
     got_jdbc = pq.read_table(os.path.join(work, "jdbc")).num_rows
     assert got_kvctl == got_jdbc == n, (got_kvctl, got_jdbc, n)
 
-    schema = arrow_schema(spark_schema(SPEC))
+    schema = arrow_schema(SPEC)
     table = pa.Table.from_pydict(columns(0, n), schema=schema)
     floor_s = timed(lambda: pq.write_table(table, os.path.join(work, "floor.parquet")))
 

@@ -21,7 +21,8 @@ from pyspark.sql.types import (
 
 import spi
 from kvctl.spark.errors import SparkJobError, TaskError, unwrap
-from kvctl.spark.types import SPARK_TYPES, arrow_schema, field_type_of, spark_schema, spec_from_schema
+from kvctl.spark.types import SPARK_TYPES, field_type_of, spark_schema, spec_from_schema
+from spi.arrow import arrow_schema as spi_arrow_schema
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,7 +44,14 @@ def test_spark_and_arrow_schema_of_a_spec() -> None:
             StructField("i", IntegerType()),
         ]
     )
-    assert str(arrow_schema(schema).field("v").type) == "timestamp[us, tz=UTC]"
+    assert str(spi_arrow_schema(spec).field("v").type) == "timestamp[us, tz=UTC]"
+
+
+def test_spi_arrow_mapping_equals_sparks_own_conversion() -> None:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    spec = spi.TableSpec("t", [(f"c_{t.value}", t.value) for t in spi.FieldType], ["c_long"])
+    assert spi_arrow_schema(spec) == to_arrow_schema(spark_schema(spec), timezone="UTC")
 
 
 def test_create_spec_from_a_file_schema() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -40,11 +38,6 @@ _FROM_SPARK[TimestampNTZType().typeName()] = FieldType.TIMESTAMP  # taken as UTC
 def spark_schema(spec: TableSpec) -> StructType:
     """The Spark schema of a table: its fields in declaration order, key columns non-null."""
     return StructType([StructField(f.name, SPARK_TYPES[f.type], nullable=not spec.is_key(f.name)) for f in spec.fields])
-
-
-def arrow_schema(schema: StructType) -> pa.Schema:
-    """The Arrow schema Spark expects for record batches of ``schema`` (timestamps in UTC)."""
-    return to_arrow_schema(schema, timezone="UTC")
 
 
 def field_type_of(column: str, data_type: DataType) -> FieldType:
