@@ -199,9 +199,6 @@ def col(name: str) -> Column:
     return Column(name)
 
 
-Where = Expr | None
-
-
 def bind(expr: Expr, spec: TableSpec) -> Expr:
     """Check columns and convert literals to the column types of ``spec``.
 
@@ -323,17 +320,6 @@ def like_regex(pattern: str) -> re.Pattern[str]:
         out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
         i += 1
     return re.compile("".join(out), re.DOTALL)
-
-
-def columns_of(expr: Expr) -> set[str]:
-    """Every column an expression mentions."""
-    if isinstance(expr, (Compare, In, IsNull, Like)):
-        return {expr.column}
-    if isinstance(expr, (And, Or)):
-        return set().union(*(columns_of(p) for p in expr.parts))
-    if isinstance(expr, Not):
-        return columns_of(expr.part)
-    raise TypeError(f"not a filter expression: {expr!r}")
 
 
 def conjuncts(expr: Expr | None) -> list[Expr]:
