@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -43,6 +44,17 @@ async def settle(app: DashboardApp, pilot: Any) -> None:
     await pilot.pause()
 
 
+@contextlib.asynccontextmanager
+async def on_orders(provider: Any, height: int = 40) -> AsyncIterator[tuple[DashboardApp, Any]]:
+    """The dashboard running on ``provider`` with the orders table open and loaded."""
+    app = DashboardApp("memory://", provider=provider)
+    async with app.run_test(size=(140, height)) as pilot:
+        await settle(app, pilot)
+        app._open("orders")
+        await settle(app, pilot)
+        yield app, pilot
+
+
 def status(app: DashboardApp) -> str:
     return str(app.query_one("#status", Static).render())
 
@@ -73,11 +85,7 @@ async def test_browse_pages_and_filter(provider: Any) -> None:
 
 @run_async
 async def test_bad_filter_shows_one_line_error(provider: Any) -> None:
-    app = DashboardApp("memory://", provider=provider)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        app._open("orders")
-        await settle(app, pilot)
+    async with on_orders(provider) as (app, pilot):
         app.query_one("#where", Input).value = "status = "
         await pilot.press("slash", "enter")
         await settle(app, pilot)
@@ -87,12 +95,8 @@ async def test_bad_filter_shows_one_line_error(provider: Any) -> None:
 
 @run_async
 async def test_edit_add_and_delete(provider: Any) -> None:
-    app = DashboardApp("memory://", provider=provider)
     t = provider.table("orders")
-    async with app.run_test(size=(140, 50)) as pilot:
-        await settle(app, pilot)
-        app._open("orders")
-        await settle(app, pilot)
+    async with on_orders(provider, 50) as (app, pilot):
         first = app.selected_row()
         assert first is not None
         key = (first["region"], first["id"])
@@ -133,12 +137,8 @@ async def test_edit_add_and_delete(provider: Any) -> None:
 
 @run_async
 async def test_stale_edit_is_refused(provider: Any) -> None:
-    app = DashboardApp("memory://", provider=provider)
     t = provider.table("orders")
-    async with app.run_test(size=(140, 50)) as pilot:
-        await settle(app, pilot)
-        app._open("orders")
-        await settle(app, pilot)
+    async with on_orders(provider, 50) as (app, pilot):
         row = app.selected_row()
         assert row is not None
         t.update((row["region"], row["id"]), {"note": "changed elsewhere"})
