@@ -2,7 +2,9 @@
 
 Usage: ``python bench/rocksdb.py [--rows 1000000] [--dir PATH]``. Prints, per
 operation, the provider's and raw rocksdict's throughput, their ratio and the
-target ratio from issue 3. Point reads run inside one transaction (an auto-commit
+target ratio from issue 3. Loads are measured without and with a secondary index;
+the raw side writes what the provider stored (the rows; then the rows and their
+index entries), a WriteBatch per 10,000 rows in key order. Point reads run inside one transaction (an auto-commit
 call pays a transaction, and the database open when it has been idle). Loads run
 once; the read-only measurements report the best of three runs, on both sides.
 """
@@ -34,6 +36,9 @@ SPEC = spi.TableSpec(
     ["id"],
     indexes=["g"],
 )
+PLAIN = spi.TableSpec("plain", SPEC.fields, SPEC.primary_key)
+"""The same table without its secondary index."""
+BATCH = 10_000
 REPEAT = 3  # read-only measurements: best of 3; loads run once
 PAD = "p" * 70  # with the other columns and msgpack framing, about 100 bytes a row
 
@@ -67,22 +72,33 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="kvctl-bench-", dir=args.dir))
     results: list[tuple[str, float, float, float]] = []
     try:
+        # Both sides start from their input in memory: the provider from row dicts,
+        # raw rocksdict from the provider's own stored bytes (written by the first run).
+        data = list(rows(n))
+        plain = spi.connect(f"rocksdb://{root}/plain")
+        plain.admin.create(PLAIN)
+        prov_plain = timed(lambda: plain.table(PLAIN.name).load(data, batch_size=BATCH))
+        plain.close()
         p = spi.connect(f"rocksdb://{root}/provider")
         p.admin.create(SPEC)
-        prov_load = timed(lambda: p.table("bench").load(rows(n), batch_size=10_000))
-
-        # Raw: the provider's own stored bytes, pre-encoded, written with WriteBatch.
-        handle_root = root / "provider"
+        prov_indexed = timed(lambda: p.table(SPEC.name).load(data, batch_size=BATCH))
         p.close()
-        src = rocksdict.Rdict(str(handle_root), rocksdict.Options(raw_mode=True))
-        # Rows only (key prefix DATA, table id, ROWS): the raw side writes no index.
-        encoded = [(k, v) for k, v in src.items() if k[:1] == b"\x01" and k[5:6] == b"\x00"]
-        src.close()
-        p = spi.connect(f"rocksdb://{root}/provider")
-        raw = rocksdict.Rdict(str(root / "raw"), _raw_options())
+        data.clear()
 
-        raw_load_rate = timed(lambda: _raw_load(raw, encoded))
-        results.append(("load (rows/s)", prov_load, raw_load_rate, 0.2))
+        # Raw: a WriteBatch per 10,000 rows of what the provider stored, in key order.
+        encoded, _ = _stored(root / "plain")
+        batches = _raw_batches([encoded])
+        raw = rocksdict.Rdict(str(root / "raw"), _raw_options())
+        results.append(("load, no index (rows/s)", prov_plain, timed(lambda: _raw_load(raw, batches, n)), 0.2))
+        encoded, entries = _stored(root / "provider")
+        batches = _raw_batches([encoded, entries])
+        scratch = rocksdict.Rdict(str(root / "raw-indexed"), _raw_options())
+        raw_indexed = timed(lambda: _raw_load(scratch, batches, n))
+        results.append(("load, 1 index: rows + entries (rows/s)", prov_indexed, raw_indexed, 0.2))
+        scratch.close()
+        entries.clear()
+        batches.clear()
+        p = spi.connect(f"rocksdb://{root}/provider")
         # Read both databases in the same state: reopened after their load (the
         # provider's was reopened above), not one warm in its write buffers.
         raw.close()
@@ -90,7 +106,7 @@ def main() -> int:
 
         rng = random.Random(42)
         ids = [rng.randrange(n) for _ in range(reads)]
-        raw_keys = [encoded[i][0] for i in ids]
+        raw_keys = [encoded[i][0] for i in ids]  # both tables are table 1 of their database
         encoded.clear()
 
         def prov_reads() -> int:
@@ -134,13 +150,35 @@ def main() -> int:
     return _report(n, results)
 
 
-def _raw_load(raw: Any, encoded: list[tuple[bytes, bytes]]) -> int:
-    for i in range(0, len(encoded), 10_000):
+def _stored(path: Path) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+    """The provider's stored rows and index entries (each list in key order; the
+    entries in the order of their rows)."""
+    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True))
+    try:
+        # Keys: DATA (01), table id (4 bytes), then ROWS (00) or INDEX (01).
+        stored = [(k, v) for k, v in db.items() if k[:1] == b"\x01"]
+    finally:
+        db.close()
+    row_items = [kv for kv in stored if kv[0][5:6] == b"\x00"]
+    by_row = {k[-8:]: (k, v) for k, v in stored if k[5:6] == b"\x01"}  # an entry ends with its row's key
+    entries = [by_row[k[-8:]] for k, _ in row_items] if by_row else []
+    return row_items, entries
+
+
+def _raw_batches(parts: list[list[tuple[bytes, bytes]]]) -> list[list[tuple[bytes, bytes]]]:
+    """``parts`` (rows, then maybe their index entries) cut into batches of BATCH
+    rows, each batch in key order, as the provider writes its batches."""
+    return [sorted(kv for part in parts for kv in part[i : i + BATCH]) for i in range(0, len(parts[0]), BATCH)]
+
+
+def _raw_load(raw: Any, batches: list[list[tuple[bytes, bytes]]], rows: int) -> int:
+    """Write the pre-encoded ``batches`` with WriteBatch; returns ``rows``."""
+    for items in batches:
         batch = rocksdict.WriteBatch(raw_mode=True)
-        for k, v in encoded[i : i + 10_000]:
+        for k, v in items:
             batch.put(k, v)
         raw.write(batch)
-    return len(encoded)
+    return rows
 
 
 def _raw_options() -> Any:

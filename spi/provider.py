@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 from spi.errors import ConflictError, InvalidFieldError
 from spi.filters import Expr
 from spi.keys import KeyLike, Range
+from spi.load import run_load
 from spi.row import Page, Row
 from spi.spec import TableSpec
-from spi.table import ColumnBatch, TableBase, check_batch_size, merge_scans, run_load, transpose
-from spi.validate import check_limit, check_projection
+from spi.table import ColumnBatch, TableBase, merge_scans, transpose
+from spi.validate import check_batch_size, check_limit, check_projection
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -229,10 +230,9 @@ class AutoCommitTable:
         progress: Callable[[int], None] | None = None,
     ) -> int:
         """Bulk load; each batch commits in its own transaction."""
-        spec = self.spec
         return run_load(
             lambda batch, m: self._call(lambda t: t._load_validated(batch, m)),
-            spec,
+            self._call(lambda t: t._load_preparer()),
             rows,
             mode=mode,
             batch_size=batch_size,

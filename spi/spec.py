@@ -60,6 +60,7 @@ class TableSpec:
         "_columns",
         "_hash",
         "_key_types",
+        "_row_check",
         "fields",
         "indexes",
         "key_validators",
@@ -76,6 +77,7 @@ class TableSpec:
     _columns: tuple[str, ...]
     _hash: int
     _key_types: tuple[FieldType, ...]
+    _row_check: Callable[[dict[str, Any]], dict[str, Any]] | None
     validators: dict[str, Callable[[Any], Any]]
     """Per column: its value check for rows (see :func:`spi.types.checker`)."""
     key_validators: tuple[Callable[[Any], Any], ...]
@@ -128,6 +130,8 @@ class TableSpec:
         )
         object.__setattr__(self, "key_validators", tuple(checker(by_name[k].type, k, in_key=True) for k in key))
         object.__setattr__(self, "_hash", hash(self._identity()))  # specs key caches: hash once
+        # The generated whole-row validator, built by spi.validate on first use.
+        object.__setattr__(self, "_row_check", None)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("TableSpec is immutable")

@@ -2,9 +2,8 @@
 
 A provider subclasses :class:`TableBase` and implements the primitives
 (``_get``, ``_put``, ``_remove``, ``_scan``, ``_split`` and ``_explain``; ``_count``,
-``_get_many``, ``_scan_rows``, ``_scan_batches``, ``_scan_arrow`` and ``_load_batch`` have generic
-defaults built
-on them). Every public operation — validation,
+``_get_many``, ``_scan_rows``, ``_scan_batches``, ``_scan_arrow``, ``_load_preparer`` and
+``_load_batch`` have generic defaults built on them). Every public operation — validation,
 versions, conditions, defaults, increments, compare-and-swap, range writes, bulk
 load batching, pagination tokens, multi-range merges — is implemented here, so
 every provider gives the same answers to the same operations.
@@ -20,15 +19,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from spi.codec import encode_key, encode_nullable
-from spi.errors import InvalidFieldError, KvError, RowExistsError, RowNotFoundError, VersionMismatchError
+from spi.errors import InvalidFieldError, RowExistsError, RowNotFoundError, VersionMismatchError
 from spi.filters import Expr, bind
 from spi.keys import KeyLike, Range, ResolvedRange, key_of, normalize_key, resolve_range
+from spi.load import LoadPreparer, run_load
 from spi.planner import check_order_by
 from spi.row import Page, Row
 from spi.spec import TableSpec
 from spi.tokens import ScanPosition, decode_token, encode_token
 from spi.types import FieldType, sort_key, validate_value, values_equal
 from spi.validate import (
+    check_batch_size,
     check_limit,
     check_projection,
     full_row,
@@ -38,8 +39,6 @@ from spi.validate import (
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-LOAD_MODES = ("upsert", "insert", "replace")
 
 ColumnBatch = dict[str, list[Any]]
 """A batch of rows column by column: column name → its values, one per row (rows in scan order)."""
@@ -158,8 +157,9 @@ class TableBase(ABC):
         for batch in self._scan_batches(request, columns, batch_size):
             yield columns_to_batch(batch, schema)
 
-    def _load_batch(self, rows: list[dict[str, Any]], mode: str) -> None:
-        """Write a batch of validated rows; providers may override with a bulk path.
+    def _load_batch(self, rows: Any, mode: str) -> None:
+        """Write a batch of validated rows (what ``_load_preparer`` prepares; here a list
+        of validated dicts); providers may override with a bulk path.
 
         Must behave exactly like one ``upsert``/``insert``/``replace`` per row in order.
         The existing rows are fetched with one ``_get_many``; a batch that repeats a key
@@ -371,9 +371,16 @@ class TableBase(ABC):
         progress: Callable[[int], None] | None = None,
     ) -> int:
         """Bulk write ``rows`` in batches (validated before each is written)."""
-        return run_load(self._load_validated, self.spec, rows, mode=mode, batch_size=batch_size, progress=progress)
+        return run_load(
+            self._load_validated, self._load_preparer(), rows, mode=mode, batch_size=batch_size, progress=progress
+        )
 
-    def _load_validated(self, batch: list[dict[str, Any]], mode: str) -> None:
+    def _load_preparer(self) -> LoadPreparer:
+        """How ``load`` turns input rows into what ``_load_batch`` takes (default:
+        validated dicts); providers may validate and encode whole batches there."""
+        return LoadPreparer(self.spec)
+
+    def _load_validated(self, batch: Any, mode: str) -> None:
         self._load_batch(batch, mode)
 
     # ------------------------------------------------------------------- reads
@@ -541,13 +548,6 @@ class TableBase(ABC):
         return self._explain(request.key_range, request.where, request.order_by)
 
 
-def check_batch_size(batch_size: Any) -> int:
-    """Validate a ``batch_size`` argument: a positive integer."""
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise InvalidFieldError(f"batch_size must be a positive integer, got {batch_size!r}")
-    return batch_size
-
-
 def transpose(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> ColumnBatch:
     """Rows as a :data:`ColumnBatch` of ``columns``."""
     return {c: [row[c] for row in rows] for c in columns}
@@ -588,87 +588,12 @@ def merge_scans(
     return out if n is None else itertools.islice(out, n)
 
 
-def run_load(
-    write_batch: Callable[[list[dict[str, Any]], str], None],
-    spec: TableSpec,
-    rows: Iterable[Mapping[str, Any]],
-    *,
-    mode: str,
-    batch_size: int,
-    progress: Callable[[int], None] | None,
-) -> int:
-    """Validate and write ``rows`` in batches through ``write_batch``.
-
-    A bad row fails its batch: the raised error carries ``row_index`` (0-based in
-    ``rows``), ``column`` and ``rows_written`` (rows of the earlier batches).
-    """
-    if mode not in LOAD_MODES:
-        raise InvalidFieldError(f"load mode must be one of {', '.join(LOAD_MODES)}, got {mode!r}")
-    check_batch_size(batch_size)
-    written = 0
-    index = 0
-    batch: list[dict[str, Any]] = []
-    seen: set[bytes] = set()
-
-    def flush() -> None:
-        nonlocal written
-        try:
-            write_batch(batch, mode)
-        except KvError as exc:
-            if exc.row_index is None:
-                exc.row_index = written + _batch_position(spec, batch, exc)
-                exc.args = (f"row {exc.row_index}: {exc}",)
-            exc.rows_written = written
-            raise
-        written += len(batch)
-        batch.clear()
-        seen.clear()
-        if progress is not None:
-            progress(written)
-
-    for row in rows:
-        try:
-            values = validate_row(spec, row)
-            if mode == "insert":
-                k = encode_key(spec.key_types, key_of(spec, values))
-                if k in seen:
-                    raise RowExistsError(
-                        f"key {key_of(spec, values)!r} appears twice in the input", key=key_of(spec, values)
-                    )
-                seen.add(k)
-        except KvError as exc:
-            exc.row_index = index
-            exc.rows_written = written
-            exc.args = (f"row {index}: {exc}",)
-            raise
-        batch.append(values)
-        index += 1
-        if len(batch) >= batch_size:
-            flush()
-    if batch:
-        flush()
-    return written
-
-
-def _batch_position(spec: TableSpec, batch: list[dict[str, Any]], exc: KvError) -> int:
-    """Position in ``batch`` of the row an error is about (by key), else 0."""
-    key = getattr(exc, "key", None)
-    if key is not None:
-        for i, values in enumerate(batch):
-            if key_of(spec, values) == tuple(key):
-                return i
-    return 0
-
-
 __all__ = [
-    "LOAD_MODES",
     "ColumnBatch",
     "ScanRequest",
     "Stored",
     "TableBase",
-    "check_batch_size",
     "merge_scans",
-    "run_load",
     "sort_position",
     "transpose",
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from functools import lru_cache
 from typing import Any
 
 from spi.errors import InvalidFieldError
@@ -25,11 +24,10 @@ def validate_columns(spec: TableSpec, row: Any, *, what: str = "row") -> dict[st
 
 def validate_row(spec: TableSpec, row: Any) -> dict[str, Any]:
     """Validate a row for writing: every key column present, every value typed."""
-    if type(row) is dict and len(row) == len(spec.columns):
-        try:
-            return _full_row_validator(spec)(row)
-        except KeyError:
-            pass  # not exactly the spec's columns: the general path explains
+    try:
+        return (spec._row_check or _full_row_validator(spec))(row)
+    except KeyError:
+        pass  # not a dict of exactly the spec's columns: the general path explains
     values = validate_columns(spec, row)
     for k in spec.primary_key:
         if k not in values:
@@ -82,6 +80,13 @@ def check_limit(limit: Any, *, required: bool = False) -> int | None:
     return limit
 
 
+def check_batch_size(batch_size: Any) -> int:
+    """Validate a ``batch_size`` argument: a positive integer."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise InvalidFieldError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return batch_size
+
+
 # Inline fast check per type; ``v`` is the value, ``c`` the column's full checker.
 _FAST: dict[FieldType, str] = {
     FieldType.INT: f"type(v) is int and {INT32_MIN} <= v <= {INT32_MAX}",
@@ -90,19 +95,18 @@ _FAST: dict[FieldType, str] = {
 }
 
 
-@lru_cache(maxsize=256)
-def _full_row_validator(spec: TableSpec) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """A validator generated for rows that carry every column of ``spec``.
+def value_checks(spec: TableSpec, namespace: dict[str, Any], indent: str) -> list[str]:
+    """Source lines reading every column of a dict ``row`` into ``v0``, ``v1``, ...
+    (declaration order), each checked as :func:`validate_columns` would check it.
 
-    Bulk rows nearly always do, so each value gets its column's common-case check
-    inline (no call per value); any other value goes to the column's full checker,
-    so results and errors are exactly those of :func:`validate_columns`. Returns the
-    row in column order; raises KeyError when a column is missing.
+    Each value gets its column's common-case check inline (no call per value); any
+    other value goes to the column's full checker, so results and errors are exactly
+    those of :func:`validate_columns`. A missing column raises KeyError. Fills
+    ``namespace`` with what the lines refer to (``n0``... names, ``c0``... checkers);
+    the source holds only generated names and numbers, never a column name.
     """
-    names = spec.columns
-    lines = ["def validate(row):"]
-    namespace: dict[str, Any] = {}
-    for i, name in enumerate(names):
+    lines = []
+    for i, name in enumerate(spec.columns):
         ftype = spec.type_of(name)
         namespace[f"c{i}"] = spec.validators[name]
         namespace[f"n{i}"] = name
@@ -112,8 +116,21 @@ def _full_row_validator(spec: TableSpec) -> Callable[[dict[str, Any]], dict[str,
             fast = f'type(v) is str and len(v) <= {limit} and v.isascii() and "\\x00" not in v'
         if not spec.is_key(name):
             fast = "v is None" if fast is None else f"v is None or ({fast})"
-        lines.append(f"    v = row[n{i}]")
-        lines.append(f"    v{i} = v if {fast} else c{i}(v)" if fast else f"    v{i} = c{i}(v)")
-    lines.append("    return {" + ", ".join(f"n{i}: v{i}" for i in range(len(names))) + "}")
+        lines.append(f"{indent}v = row[n{i}]")
+        lines.append(f"{indent}v{i} = v if {fast} else c{i}(v)" if fast else f"{indent}v{i} = c{i}(v)")
+    return lines
+
+
+def _full_row_validator(spec: TableSpec) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A validator generated for rows that carry every column of ``spec`` (bulk rows
+    nearly always do): :func:`value_checks`, returning the row in column order.
+    Raises KeyError for anything but a dict of every column."""
+    n = len(spec.columns)
+    namespace: dict[str, Any] = {}
+    lines = ["def validate(row):", f"    if type(row) is not dict or len(row) != {n}:", "        raise KeyError"]
+    lines += value_checks(spec, namespace, "    ")
+    lines.append("    return {" + ", ".join(f"n{i}: v{i}" for i in range(n)) + "}")
     exec("\n".join(lines), namespace)
-    return namespace["validate"]  # type: ignore[no-any-return]
+    validate: Callable[[dict[str, Any]], dict[str, Any]] = namespace["validate"]
+    object.__setattr__(spec, "_row_check", validate)  # cached on the (immutable) spec
+    return validate

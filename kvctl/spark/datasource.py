@@ -37,7 +37,7 @@ from kvctl.spark.errors import guard, reports_errors
 from kvctl.spark.types import spark_schema
 from kvctl.spark.urls import check_url
 from spi.arrow import arrow_schema as spi_arrow_schema
-from spi.table import LOAD_MODES
+from spi.load import LOAD_MODES
 
 NAME = "kvctl"
 """The format name: ``spark.read.format("kvctl")``."""

@@ -30,12 +30,12 @@ class _MemorySession(StoreSession):
         data = self._store.data
         return map(data.__getitem__, data.irange(lo, hi, inclusive=(True, False), reverse=reverse))
 
-    def commit(self, range_deletes: list[tuple[bytes, bytes]], writes: list[tuple[bytes, bytes | None]]) -> None:
+    def commit(self, range_deletes: list[tuple[bytes, bytes]], keys: list[bytes], values: list[bytes | None]) -> None:
         data = self._store.data
         for lo, hi in range_deletes:
             for k in list(data.irange(lo, hi, inclusive=(True, False))):
                 del data[k]
-        for k, v in writes:
+        for k, v in zip(keys, values):
             if v is None:
                 data.pop(k, None)
             else:

@@ -19,8 +19,8 @@ from spi.filters import Expr
 from spi.keys import Range, ResolvedRange
 from spi.row import Row
 from spi.spec import TableSpec
-from spi.table import ColumnBatch, ScanRequest, Stored, TableBase, check_batch_size
-from spi.validate import check_projection
+from spi.table import ColumnBatch, ScanRequest, Stored, TableBase
+from spi.validate import check_batch_size, check_projection
 
 if TYPE_CHECKING:
     import pyarrow as pa

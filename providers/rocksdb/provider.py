@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
 from itertools import chain, islice
 from typing import Any
@@ -102,7 +103,7 @@ class _RocksSession(StoreSession):
             box.clear()
             self._boxes.pop(id(box), None)
 
-    def commit(self, range_deletes: list[tuple[bytes, bytes]], writes: list[tuple[bytes, bytes | None]]) -> None:
+    def commit(self, range_deletes: list[tuple[bytes, bytes]], keys: list[bytes], values: list[bytes | None]) -> None:
         import rocksdict
 
         try:
@@ -110,11 +111,14 @@ class _RocksSession(StoreSession):
             for lo, hi in range_deletes:
                 batch.delete_range(lo, hi)
             put, delete = batch.put, batch.delete
-            for key, value in writes:
-                if value is None:
-                    delete(key)
-                else:
-                    put(key, value)
+            if None in values:
+                for key, value in zip(keys, values):
+                    if value is None:
+                        delete(key)
+                    else:
+                        put(key, value)
+            else:
+                deque(map(put, keys, values), maxlen=0)  # no deletes: one loop in C
             options = rocksdict.WriteOptions()
             options.sync = self._sync
             self._db.write(batch, options)

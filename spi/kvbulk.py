@@ -1,0 +1,227 @@
+"""Bulk-load batches for the ordered-store layout, validated and encoded a batch at a time.
+
+Per-value Python code is what makes a pure-Python load slow, so a batch is
+validated by msgspec, which converts a whole list of dicts into typed structs in
+C, and its keys, stored values and index entries are then built column by column.
+msgspec's checks are chosen to accept exactly what :mod:`spi.types` accepts, or
+less: integers by range (never a bool or a float), bools, and strings checked
+afterwards for NUL, lone surrogates and byte length. Other types are left to the
+column's own checker. When anything in a batch does not pass (a partial row, a bad
+value, an exotic type), the whole batch goes through :func:`spi.validate.validate_row`
+row by row, which accepts what is valid and reports the first bad row exactly.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice, repeat
+from typing import Annotated, Any
+
+import msgspec
+from msgspec.structs import astuple
+
+from spi.codec import key_encoder, nullable_encoder, to_micros
+from spi.errors import KvError
+from spi.keys import key_of
+from spi.load import LoadPreparer
+from spi.spec import TableSpec
+from spi.types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, MAX_KEY_BYTES, MAX_VALUE_BYTES, FieldType
+from spi.validate import validate_row
+
+_U64 = struct.Struct(">Q")
+_SIGN = 1 << 63
+_MASK = (1 << 64) - 1
+_INTS = (FieldType.INT, FieldType.LONG)
+_BOUNDS = {FieldType.INT: (INT32_MIN, INT32_MAX), FieldType.LONG: (INT64_MIN, INT64_MAX)}
+
+
+class RowBatch:
+    """A prepared batch. Either encoded (``stored`` set: every row complete, with its
+    stored key, stored value at version 1, index entries and validated values by
+    column) or only validated (``rows`` set: the generic per-row path writes it)."""
+
+    __slots__ = ("columns", "entries", "keys", "names", "rows", "signature", "stored")
+
+    def __init__(
+        self,
+        keys: list[bytes],
+        signature: tuple[Any, ...],
+        names: Sequence[str],
+        *,
+        stored: list[bytes] | None = None,
+        columns: list[tuple[Any, ...]] | None = None,
+        entries: list[list[bytes]] | None = None,
+        rows: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.keys = keys
+        """The stored key of every row."""
+        self.signature = signature
+        """The layout the batch was encoded for."""
+        self.names = names
+        self.stored = stored
+        self.columns = columns
+        self.entries = entries or []
+        """Per index, the entry key of every row."""
+        self.rows = rows
+
+    def row(self, i: int) -> dict[str, Any]:
+        """The validated values of row ``i``."""
+        if self.rows is not None:
+            return self.rows[i]
+        assert self.columns is not None
+        return dict(zip(self.names, [c[i] for c in self.columns]))
+
+    def all_rows(self) -> list[dict[str, Any]]:
+        """The validated values of every row."""
+        return self.rows if self.rows is not None else [self.row(i) for i in range(len(self.keys))]
+
+
+class KvLoadPreparer(LoadPreparer):
+    """Batches for a table stored as ``row_prefix + key`` → ``msgpack([version,
+    *values in columns order])``, with index entries ``prefix + encode_nullable(value)
+    + key`` for each ``(column, prefix)`` of ``indexes``. Batches carry ``signature``
+    so the writer can check the layout has not changed since. Use from one thread."""
+
+    def __init__(
+        self,
+        spec: TableSpec,
+        columns: Sequence[str],
+        row_prefix: bytes,
+        indexes: Sequence[tuple[str, bytes]],
+        signature: tuple[Any, ...],
+    ) -> None:
+        super().__init__(spec)
+        self._names = tuple(columns)
+        self._prefix = row_prefix
+        self._signature = signature
+        fields = [(f"f{i}", _struct_type(spec, c)) for i, c in enumerate(columns)]
+        rename = {f"f{i}": c for i, c in enumerate(columns)}
+        # gc=False: the structs hold only plain values, and a batch makes thousands of them.
+        row_type = msgspec.defstruct("Row", fields, forbid_unknown_fields=True, rename=rename, gc=False)
+        self._rows_type = list[row_type]  # type: ignore[valid-type]
+        self._encode = msgspec.msgpack.Encoder().encode
+        types = [spec.type_of(c) for c in columns]
+        self._strings = [(i, _string_limit(spec, c)) for i, c in enumerate(columns) if types[i] is FieldType.STRING]
+        self._checked = [
+            (i, spec.validators[c])
+            for i, c in enumerate(columns)
+            if types[i] not in _BOUNDS and types[i] not in (FieldType.BOOL, FieldType.STRING)
+        ]
+        self._times = [i for i, t in enumerate(types) if t is FieldType.TIMESTAMP]
+        self._key_positions = [self._names.index(k) for k in spec.primary_key]
+        self._int_key = len(spec.primary_key) == 1 and spec.key_types[0] in _INTS
+        self._encode_key = key_encoder(spec.key_types)
+        self._indexes = [
+            (self._names.index(c), prefix, types[self._names.index(c)] in _INTS, nullable_encoder(spec.type_of(c)))
+            for c, prefix in indexes
+        ]
+
+    def take(self, rows: Iterator[Any], n: int) -> list[Any]:
+        """Up to ``n`` rows, copied as they are read (validated by :meth:`prepare`)."""
+        return [row.copy() if type(row) is dict else _snapshot(row) for row in islice(rows, n)]
+
+    def prepare(self, taken: list[Any]) -> RowBatch:
+        """The batch, encoded when every row passes the batch checks."""
+        columns = self._validated_columns(taken)
+        if columns is not None:
+            try:
+                return self._encoded(columns)
+            except UnicodeEncodeError:
+                pass  # a lone surrogate the string checks did not see: the exact path reports it
+        return self._validated_rows(taken)
+
+    def _validated_columns(self, taken: list[Any]) -> list[tuple[Any, ...]] | None:
+        """The batch's values column by column (layout order), or None when some row
+        needs the exact per-row path."""
+        try:
+            structs = msgspec.convert(taken, self._rows_type)
+        except (msgspec.ValidationError, TypeError, ValueError):
+            return None
+        columns = list(zip(*map(astuple, structs)))
+        for i, limit in self._strings:
+            if not _strings_valid(columns[i], limit):
+                return None
+        try:
+            for i, check in self._checked:
+                columns[i] = tuple(map(check, columns[i]))
+        except KvError:
+            return None
+        return columns
+
+    def _encoded(self, columns: list[tuple[Any, ...]]) -> RowBatch:
+        stored_columns = list(columns)
+        for i in self._times:
+            stored_columns[i] = tuple([None if v is None else to_micros(v) for v in columns[i]])
+        stored = list(map(self._encode, zip(repeat(1), *stored_columns)))
+        prefix, pack = self._prefix, _U64.pack
+        if self._int_key:
+            keys = [prefix + pack((v + _SIGN) & _MASK) for v in columns[self._key_positions[0]]]
+        else:
+            encode = self._encode_key
+            keys = [prefix + encode(k) for k in zip(*[columns[p] for p in self._key_positions])]
+        cut = len(prefix)
+        entries = []
+        for i, index_prefix, is_int, encode_value in self._indexes:
+            if is_int:  # the common case, inlined: encode_nullable of an integer
+                entries.append(
+                    [
+                        index_prefix + (b"\x00" if v is None else b"\x01" + pack((v + _SIGN) & _MASK)) + k[cut:]
+                        for v, k in zip(columns[i], keys)
+                    ]
+                )
+            else:
+                entries.append([index_prefix + encode_value(v) + k[cut:] for v, k in zip(columns[i], keys)])
+        return RowBatch(keys, self._signature, self._names, stored=stored, columns=columns, entries=entries)
+
+    def _validated_rows(self, taken: list[Any]) -> RowBatch:
+        spec, rows = self.spec, []
+        for i, row in enumerate(taken):
+            try:
+                rows.append(validate_row(spec, row))
+            except KvError as exc:
+                exc.row_index = i
+                raise
+        prefix, encode = self._prefix, self._encode_key
+        keys = [prefix + encode(key_of(spec, values)) for values in rows]
+        return RowBatch(keys, self._signature, self._names, rows=rows)
+
+
+def _snapshot(row: Any) -> Any:
+    """A copy of an input row (not a dict) that later changes to the row cannot reach."""
+    return dict(row) if isinstance(row, Mapping) else row
+
+
+def _string_limit(spec: TableSpec, column: str) -> int:
+    return MAX_KEY_BYTES if spec.is_key(column) or spec.is_indexed(column) else MAX_VALUE_BYTES
+
+
+def _struct_type(spec: TableSpec, column: str) -> Any:
+    """The msgspec type of a column: one that accepts no value :mod:`spi.types` rejects."""
+    ftype = spec.type_of(column)
+    base: Any
+    if ftype in _BOUNDS:
+        lo, hi = _BOUNDS[ftype]
+        base = Annotated[int, msgspec.Meta(ge=lo, le=hi)]
+    elif ftype is FieldType.BOOL:
+        base = bool
+    elif ftype is FieldType.STRING:
+        base = Annotated[str, msgspec.Meta(max_length=_string_limit(spec, column))]
+    else:
+        return Any  # checked afterwards by the column's own checker
+    return base if spec.is_key(column) else base | None
+
+
+def _strings_valid(values: tuple[Any, ...], limit: int) -> bool:
+    """True when no string has a NUL or a lone surrogate and each fits in ``limit``
+    UTF-8 bytes (msgspec has already bounded their length in characters)."""
+    joined = "".join(filter(None, values))
+    if "\x00" in joined:
+        return False
+    if joined.isascii():
+        return True  # an ASCII string's length is its UTF-8 size
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return all(len(v) <= limit // 4 or len(v.encode("utf-8")) <= limit for v in values if v)
