@@ -19,7 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -156,7 +156,8 @@ def _stored(path: Path) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, by
     db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True))
     try:
         # Keys: DATA (01), table id (4 bytes), then ROWS (00) or INDEX (01).
-        stored = [(k, v) for k, v in db.items() if k[:1] == b"\x01"]
+        items = cast(Iterator[tuple[bytes, bytes]], db.items())  # raw mode: bytes keys and values
+        stored = [(k, v) for k, v in items if k[:1] == b"\x01"]
     finally:
         db.close()
     row_items = [kv for kv in stored if kv[0][5:6] == b"\x00"]
