@@ -25,7 +25,8 @@ class LoadPreparer:
     """How a load turns input rows into batches (default: validated dicts).
 
     :meth:`take` reads a batch and must leave it safe from later changes to the
-    input rows (a generator may yield one dict again and again); :meth:`prepare`
+    input rows (a generator may yield one dict again and again, changing it
+    between yields); :meth:`prepare`
     turns it into what the batch writer takes. Either raises :class:`KvError` for a
     bad row, with ``row_index`` set to the row's position in the batch.
     """
@@ -33,8 +34,9 @@ class LoadPreparer:
     def __init__(self, spec: TableSpec) -> None:
         self.spec = spec
 
-    def take(self, rows: Iterator[Any], n: int) -> list[Any]:
-        """Up to ``n`` rows from ``rows``, each validated as it is read."""
+    def take(self, rows: Iterator[Any], n: int, *, held: bool) -> list[Any]:
+        """Up to ``n`` rows from ``rows``, each validated as it is read. ``held``: the
+        rows come from a list or tuple, so nothing changes them between yields."""
         spec = self.spec
         taken: list[Any] = []
         for row in islice(rows, n):
@@ -73,11 +75,12 @@ def run_load(
         raise InvalidFieldError(f"load mode must be one of {', '.join(LOAD_MODES)}, got {mode!r}")
     check_batch_size(batch_size)
     source = iter(rows)
+    held = isinstance(rows, (list, tuple))
     written = 0
     taken: list[Any] = []
     while True:
         try:
-            taken = preparer.take(source, batch_size)
+            taken = preparer.take(source, batch_size, held=held)
             if not taken:
                 return written
             batch = preparer.prepare(taken)
