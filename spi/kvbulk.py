@@ -16,10 +16,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice, repeat
+from operator import attrgetter
 from typing import Annotated, Any
 
 import msgspec
-from msgspec.structs import astuple
 
 from spi.codec import key_encoder, nullable_encoder, to_micros
 from spi.errors import KvError
@@ -48,7 +48,7 @@ class RowBatch:
         names: Sequence[str],
         *,
         stored: list[bytes] | None = None,
-        columns: list[tuple[Any, ...]] | None = None,
+        columns: list[list[Any]] | None = None,
         entries: list[list[bytes]] | None = None,
         rows: list[dict[str, Any]] | None = None,
     ) -> None:
@@ -96,6 +96,7 @@ class KvLoadPreparer(LoadPreparer):
         fields = [(f"f{i}", _struct_type(spec, c)) for i, c in enumerate(columns)]
         rename = {f"f{i}": c for i, c in enumerate(columns)}
         # gc=False: the structs hold only plain values, and a batch makes thousands of them.
+        self._getters = [attrgetter(name) for name, _ in fields]
         row_type = msgspec.defstruct("Row", fields, forbid_unknown_fields=True, rename=rename, gc=False)
         self._rows_type = list[row_type]  # type: ignore[valid-type]
         self._encode = msgspec.msgpack.Encoder().encode
@@ -133,28 +134,28 @@ class KvLoadPreparer(LoadPreparer):
                 pass  # a lone surrogate the string checks did not see: the exact path reports it
         return self._validated_rows(taken)
 
-    def _validated_columns(self, taken: list[Any]) -> list[tuple[Any, ...]] | None:
+    def _validated_columns(self, taken: list[Any]) -> list[list[Any]] | None:
         """The batch's values column by column (layout order), or None when some row
         needs the exact per-row path."""
         try:
             structs = msgspec.convert(taken, self._rows_type)
         except (msgspec.ValidationError, TypeError, ValueError):
             return None
-        columns = list(zip(*map(astuple, structs)))
+        columns = [list(map(get, structs)) for get in self._getters]  # no tuple per row
         for i, limit in self._strings:
             if not _strings_valid(columns[i], limit):
                 return None
         try:
             for i, check in self._checked:
-                columns[i] = tuple(map(check, columns[i]))
+                columns[i] = list(map(check, columns[i]))
         except KvError:
             return None
         return columns
 
-    def _encoded(self, columns: list[tuple[Any, ...]]) -> RowBatch:
+    def _encoded(self, columns: list[list[Any]]) -> RowBatch:
         stored_columns = list(columns)
         for i in self._times:
-            stored_columns[i] = tuple([None if v is None else to_micros(v) for v in columns[i]])
+            stored_columns[i] = [None if v is None else to_micros(v) for v in columns[i]]
         stored = list(map(self._encode, zip(repeat(1), *stored_columns)))
         prefix = self._prefix
         # An integer key is encoded as its value + 2**63 (validated: no mask needed),
@@ -214,7 +215,7 @@ def _struct_type(spec: TableSpec, column: str) -> Any:
     return base if spec.is_key(column) else base | None
 
 
-def _strings_valid(values: tuple[Any, ...], limit: int) -> bool:
+def _strings_valid(values: list[Any], limit: int) -> bool:
     """True when no string has a NUL or a lone surrogate and each fits in ``limit``
     UTF-8 bytes (msgspec has already bounded their length in characters)."""
     joined = "".join(filter(None, values))
