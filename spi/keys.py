@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from spi.errors import InvalidFieldError
 from spi.spec import TableSpec
+
+T = TypeVar("T")
 
 KeyLike = Mapping[str, Any] | Sequence[Any]
 """A key or key prefix: a mapping column → value, or a tuple in key order."""
@@ -137,3 +139,22 @@ class ResolvedRange:
 def resolve_range(spec: TableSpec, rng: Range | None) -> ResolvedRange:
     """Validate an optional range (None is the whole table)."""
     return ResolvedRange.everything() if rng is None else rng.resolve(spec)
+
+
+def quantile_cuts(sample: Sequence[T], n: int) -> list[T]:
+    """The values that cut the sorted ``sample`` into ``n`` parts of similar size:
+    ascending, distinct, never the sample's first value (so that no part is empty
+    by construction). Fewer than ``n - 1`` when the sample has too few distinct values."""
+    cuts: list[T] = []
+    for i in range(1, n):
+        cut = sample[len(sample) * i // n]
+        if cut != sample[0] and (not cuts or cut != cuts[-1]):
+            cuts.append(cut)
+    return cuts
+
+
+def ranges_between(cuts: Sequence[tuple[Any, ...]]) -> list[Range]:
+    """The ranges that ascending key ``cuts`` make of the whole table: up to the first
+    cut, from each cut to the next, and from the last cut on (each cut opens a range)."""
+    bounds: list[tuple[Any, ...] | None] = [None, *cuts, None]
+    return [Range(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]

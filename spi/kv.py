@@ -51,7 +51,7 @@ from spi.errors import (
     TableNotFoundError,
 )
 from spi.filters import Expr, matches
-from spi.keys import Range, ResolvedRange, key_of
+from spi.keys import Range, ResolvedRange, key_of, quantile_cuts, ranges_between
 from spi.kvbulk import KvLoadPreparer, RowBatch
 from spi.planner import Plan, plan_scan
 from spi.provider import Admin, ProviderBase, TransactionBase
@@ -757,10 +757,7 @@ class KvTable(TableBase):
             seen += 1
         if n <= 1 or len(sample) < 2:
             return [Range()]
-        cuts = sorted({sample[len(sample) * i // n] for i in range(1, n)} - {sample[0]})
-        keys = [decode_key(lay.key_types, c, len(lay.row_prefix))[0] for c in cuts]
-        bounds: list[tuple[Any, ...] | None] = [None, *keys, None]
-        return [Range(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+        return ranges_between([decode_key(lay.key_types, c, len(lay.row_prefix))[0] for c in quantile_cuts(sample, n)])
 
     def _explain(self, key_range: ResolvedRange, where: Expr | None, order_by: str | None) -> str:
         plan = plan_scan(self.spec, key_range, where, order_by=order_by)

@@ -17,7 +17,7 @@ import pytest
 
 import spi
 from spi import col
-from spi.errors import ProviderUnavailableError, SchemaError, UrlError
+from spi.errors import ProviderUnavailableError, SchemaError, TableNotFoundError, UrlError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COUNTERS = spi.TableSpec("counters", [spi.Field("name", "string"), spi.Field("n", "long")], ["name"])
@@ -169,9 +169,127 @@ def test_scan_arrow_stopped_early_leaves_the_connection_usable(pg_factory: Calla
     for _ in range(3):  # more times than the pool has connections
         batches = t.scan_arrow(batch_size=10)
         assert next(batches).num_rows == 10
-        batches.close()  # drains the COPY, ends the snapshot
+        batches.close()  # closes the scan's own connection, which ends the query
     t.upsert({"k": -1, "s": "x"})
     assert t.count() == 5001 and sum(b.num_rows for b in t.scan_arrow()) == 5001
+    with p.transaction() as tx:  # inside a transaction it sees the transaction's writes
+        tx.table("many").delete((-1,))
+        assert sum(b.num_rows for b in tx.table("many").scan_arrow()) == 5000
+
+
+def test_scan_arrow_of_a_table_dropped_before_reading(pg_factory: Callable[..., Any]) -> None:
+    p = pg_factory()
+    p.admin.create(spi.TableSpec("gone", [spi.Field("k", "long")], ["k"]))
+    p.table("gone").upsert({"k": 1})
+    batches = p.table("gone").scan_arrow()  # checked and planned now, read on the first next()
+    p.admin.drop("gone")
+    with pytest.raises(TableNotFoundError) as e:
+        next(batches)
+    assert "\n" not in str(e.value) and "SELECT" not in str(e.value)
+
+
+def test_arrow_scans_connect_with_the_urls_settings(pg_server: Any, pg_factory: Callable[..., Any]) -> None:
+    import adbc_driver_postgresql.dbapi as adbc
+
+    from providers.postgres.arrow import conninfo
+    from providers.postgres.url import parse_url
+
+    p = pg_factory(application_name="mine")
+    p.admin.create(spi.TableSpec("t", [spi.Field("k", "long")], ["k"]))
+    p.table("t").upsert({"k": 7})
+    assert [b.to_pylist() for b in p.table("t").scan_arrow()] == [[{"k": 7}]]
+    assert "application_name='mine'" in p.arrow_conninfo
+    # A space, a quote and a backslash in a password survive libpq's quoting (the
+    # test server trusts local connections, so any password logs in).
+    odd = "p a's\\w"
+    info = conninfo(parse_url(pg_server.url.replace("postgres@", f"postgres:{quote(odd, safe='')}@")))
+    with adbc.connect(info) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT current_setting('transaction_read_only') AS ro")
+        assert cursor.fetch_arrow_table().to_pylist() == [{"ro": "on"}]
+
+
+def test_arrow_scan_failures_are_one_line_without_the_password() -> None:
+    import adbc_driver_manager
+
+    from providers.postgres.arrow import _error
+
+    down = adbc_driver_manager.OperationalError(
+        "IO: [libpq] Failed to connect: password s3cret rejected\n  more",
+        status_code=adbc_driver_manager.AdbcStatusCode.IO,
+    )
+    error = _error(down, "postgresql+psycopg://u:***@h/db", "s3cret")
+    assert isinstance(error, ProviderUnavailableError)
+    assert "s3cret" not in str(error) and "\n" not in str(error)
+
+
+SPLIT_KEYS: dict[str, Callable[[int], Any]] = {
+    "long": lambda i: i * 7 - 5000,
+    "string": lambda i: f"ключ-{i:05d}",
+    "timestamp": lambda i: dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=i),
+}
+
+
+@pytest.mark.parametrize("first", sorted(SPLIT_KEYS))
+def test_split_from_fresh_statistics(pg_server: Any, pg_factory: Callable[..., Any], first: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    p = pg_factory()
+    p.admin.create(spi.TableSpec("big", [spi.Field("a", first), spi.Field("b", "int")], ["a", "b"]))
+    t = p.table("big")
+    t.load({"a": SPLIT_KEYS[first](i), "b": b} for i in range(3000) for b in range(2))
+    everything = [(r["a"], r["b"]) for r in t.scan()]
+
+    def statistics_split(n: int) -> list[spi.Range] | None:
+        with p.transaction() as tx:
+            return tx.table("big")._split_by_statistics(n)  # type: ignore[attr-defined, no-any-return]
+
+    assert statistics_split(2) is None  # never analyzed: split reads the keys
+    assert len(t.split(2)[1].start) == 2
+    schema = p.url.split("schema=")[1].split("&")[0]
+    table = sql.Identifier(schema, "big")
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("ANALYZE {}").format(table))
+    assert statistics_split(6) is None  # too few buckets for 6 ranges of 5%
+    ranges = t.split(4)
+    assert ranges == statistics_split(4) and [len(r.start or ()) for r in ranges] == [0, 1, 1, 1]
+    parts = [[(r["a"], r["b"]) for r in t.scan(rng)] for rng in ranges]
+    assert [k for part in parts for k in part] == everything
+    assert all(abs(len(part) - 1500) <= 150 for part in parts), [len(part) for part in parts]
+    with psycopg.connect(pg_server.dsn) as conn:  # change 10% of the rows behind kvctl's back
+        conn.execute(
+            sql.SQL("DELETE FROM {} WHERE b = 0 AND a IN (SELECT a FROM {} ORDER BY a LIMIT 600)").format(table, table)
+        )
+        conn.execute("SELECT pg_stat_force_next_flush()")
+    assert statistics_split(4) is None and len(t.split(4)[1].start) == 2  # stale: exact again
+
+
+def test_a_role_that_may_only_read(pg_server: Any, pg_factory: Callable[..., Any]) -> None:
+    import psycopg
+    from psycopg import sql
+
+    p = pg_factory()
+    p.admin.create(spi.TableSpec("t", [spi.Field("k", "long"), spi.Field("s", "string")], ["k"]))
+    p.table("t").load({"k": i, "s": f"v{i}"} for i in range(100))
+    schema = sql.Identifier(p.url.split("schema=")[1].split("&")[0])
+    role = sql.Identifier("kvctl_reader")
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(role))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(schema, role))
+        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(schema, role))
+    try:
+        with spi.connect(p.url.replace("://postgres@", "://kvctl_reader@")) as reader:
+            t = reader.table("t")
+            assert t.count() == 100 and t.read((5,))["s"] == "v5" and len(t.split(2)) == 2  # type: ignore[index]
+            assert sum(b.num_rows for b in t.scan_arrow()) == 100
+            with pytest.raises(spi.KvError) as e:
+                t.upsert({"k": 1, "s": "x"})
+            assert "permission denied" in str(e.value) and "\n" not in str(e.value)
+    finally:
+        with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(role))
+            conn.execute(sql.SQL("DROP ROLE {}").format(role))
+    assert p.table("t").read((1,))["s"] == "v1"  # type: ignore[index]
 
 
 def test_psql_reads_the_same_rows(pg_server: Any, pg_factory: Callable[..., Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import weakref
@@ -218,6 +219,13 @@ class PostgresProvider(ProviderBase):
         return sa.create_engine(
             self._settings.sa_url, connect_args=self._settings.connect_args, **self._settings.pool, **options
         )
+
+    @functools.cached_property
+    def arrow_conninfo(self) -> str:
+        """The libpq connection string of Arrow scans (read-only sessions; holds the password)."""
+        from providers.postgres.arrow import conninfo
+
+        return conninfo(self._settings)
 
     @classmethod
     def from_url(cls, url: str) -> PostgresProvider:

@@ -23,6 +23,7 @@ from spi.keys import KeyLike, Range
 from spi.provider import AutoCommitTable
 from spi.row import Page, Row
 from spi.table import ColumnBatch, Stored
+from spi.validate import check_batch_size
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -148,18 +149,18 @@ class PgAutoCommitTable(AutoCommitTable):
         columns: Iterable[str] | None = None,
         batch_size: int = 10_000,
     ) -> Iterator[pa.RecordBatch]:
-        """See :meth:`TableBase.scan_arrow`: like :meth:`scan_batches`, one REPEATABLE
-        READ, READ ONLY transaction, read with ``COPY ... TO STDOUT`` parsed by pyarrow
-        (see :mod:`providers.postgres.arrow`)."""
-        tx = self._provider.transaction(isolation="REPEATABLE READ", read_only=True)
-        try:
+        """See :meth:`TableBase.scan_arrow`: one SELECT on its own read-only connection
+        through the ADBC driver, decoded from binary COPY into Arrow in C (see
+        :mod:`providers.postgres.arrow`); errors in the arguments raise here."""
+        from providers.postgres.arrow import adbc_batches
+
+        size = check_batch_size(batch_size)
+        with self._provider.transaction(isolation="REPEATABLE READ", read_only=True) as tx:
             table = tx.table(self.name)
             assert isinstance(table, PgTable)
-            batches = table.copy_arrow(range, where=where, columns=columns, batch_size=batch_size)
-        except BaseException as exc:
-            tx.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-        return _until_exhausted(tx, batches)
+            statement, schema = table.arrow_select(range, where=where, columns=columns)
+        provider = self._provider
+        return adbc_batches(provider.arrow_conninfo, statement, schema, size, provider.url, provider.secret)
 
     def scan_page(
         self,

@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from providers.postgres.schema import sql_type
 from spi.codec import decode_key, decode_nullable
 from spi.filters import And, Compare, Expr, In, IsNull, Like, Not, Or
 from spi.keys import ResolvedRange
@@ -165,3 +166,41 @@ def count_select(table: sa.Table, spec: TableSpec, key_range: ResolvedRange, whe
     if where is not None:
         conditions.append(compile_where(table, where))
     return sa.select(sa.func.count()).select_from(table).where(*conditions)
+
+
+def key_histogram(table: sa.Table, spec: TableSpec) -> sa.Select[Any]:
+    """The planner's statistics of ``table``'s first key column: its histogram (the
+    ANALYZE sample without the most common values, cut into equal-frequency buckets;
+    bounds ascending), the fraction of rows those most common values hold, the rows
+    changed since that ANALYZE and the live rows now. No row when the table was never
+    analyzed or the column has no histogram."""
+    from sqlalchemy.dialects.postgresql import ARRAY
+
+    first = spec.primary_key[0]
+    element = sql_type(spec.type_of(first))
+    if isinstance(element, sa.Text):
+        element = sa.Text()  # the column's COLLATE "C" belongs to the column, not to an array of it
+    stats_columns = ("schemaname", "tablename", "attname", "histogram_bounds", "most_common_freqs")
+    stats = sa.table("pg_stats", *(sa.column(c) for c in stats_columns), schema="pg_catalog")
+    activity_columns = ("schemaname", "relname", "n_mod_since_analyze", "n_live_tup")
+    activity = sa.table("pg_stat_user_tables", *(sa.column(c) for c in activity_columns), schema="pg_catalog")
+    freq = sa.func.unnest(stats.c.most_common_freqs).column_valued("kv_freq")
+    common = sa.select(sa.func.coalesce(sa.func.sum(freq), 0)).scalar_subquery()
+    joined = stats.join(
+        activity, sa.and_(activity.c.schemaname == stats.c.schemaname, activity.c.relname == stats.c.tablename)
+    )
+    return (
+        sa.select(
+            sa.cast(sa.cast(stats.c.histogram_bounds, sa.Text), ARRAY(element)),
+            common,
+            activity.c.n_mod_since_analyze,
+            activity.c.n_live_tup,
+        )
+        .select_from(joined)
+        .where(
+            stats.c.schemaname == sa.cast(sa.literal(str(table.schema)), sa.Text),
+            stats.c.tablename == sa.cast(sa.literal(table.name), sa.Text),
+            stats.c.attname == sa.cast(sa.literal(first), sa.Text),
+            stats.c.histogram_bounds.is_not(None),
+        )
+    )

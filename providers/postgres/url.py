@@ -25,6 +25,8 @@ class PgSettings:
     masked: str
     pool: dict[str, int] = field(default_factory=dict)
     connect_args: dict[str, Any] = field(default_factory=dict)
+    libpq: dict[str, Any] = field(default_factory=dict)
+    """The libpq options of the URL (timeouts, TLS, ``options``...), without kvctl's session settings."""
 
 
 def validate_schema(name: str) -> str:
@@ -70,8 +72,6 @@ def parse_url(url: str) -> PgSettings:
             if not str(value).isdigit():
                 raise UrlError(f"{option} must be a non-negative integer, got {value!r}")
             pool[option] = int(value)
-    connect_args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT, "application_name": "kvctl"}
-    connect_args.update(query)
-    options = connect_args.get("options", "")
-    connect_args["options"] = f"{options} -c timezone=UTC -c default_transaction_isolation=serializable".strip()
-    return PgSettings(parsed.set(query={}), schema, masked, pool, connect_args)
+    libpq: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT, "application_name": "kvctl", **query}
+    options = f"{libpq.get('options', '')} -c timezone=UTC -c default_transaction_isolation=serializable".strip()
+    return PgSettings(parsed.set(query={}), schema, masked, pool, {**libpq, "options": options}, libpq)
