@@ -8,6 +8,7 @@ entry points are not installed. Only the chosen provider's module is imported.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from dataclasses import dataclass
@@ -70,6 +71,13 @@ def split_scheme(url: Any) -> tuple[str, str]:
 
 def installed_providers() -> list[ProviderInfo]:
     """Every provider found: entry points first, then the built-in fallbacks."""
+    return list(_installed_providers())
+
+
+@functools.cache
+def _installed_providers() -> tuple[ProviderInfo, ...]:
+    """:func:`installed_providers`, looked up once per process: reading every installed
+    distribution's entry points takes milliseconds, and each ``connect`` needs them."""
     from importlib.metadata import entry_points
 
     found: dict[str, ProviderInfo] = {}
@@ -77,14 +85,14 @@ def installed_providers() -> list[ProviderInfo]:
         found.setdefault(ep.name, ProviderInfo(ep.name, ep.value, "entry point"))
     for scheme, target in BUILTIN_PROVIDERS.items():
         found.setdefault(scheme, ProviderInfo(scheme, target, "built-in"))
-    return sorted(found.values(), key=lambda p: p.scheme)
+    return tuple(sorted(found.values(), key=lambda p: p.scheme))
 
 
 def load_provider_class(scheme: str) -> Any:
     """Import the provider class registered for ``scheme`` (UrlError if none)."""
-    info = next((p for p in installed_providers() if p.scheme == scheme), None)
+    info = next((p for p in _installed_providers() if p.scheme == scheme), None)
     if info is None:
-        known = ", ".join(p.scheme for p in installed_providers())
+        known = ", ".join(p.scheme for p in _installed_providers())
         raise UrlError(f"unknown provider scheme {scheme!r}; installed: {known}")
     module_name, _, attr = info.target.partition(":")
     try:

@@ -85,3 +85,21 @@ def test_unwrap_summarises_other_spark_failures() -> None:
 def test_the_cli_does_not_import_spark() -> None:
     code = "import sys, kvctl.cli; sys.exit(1 if {'pyspark', 'pyarrow'} & set(sys.modules) else 0)"
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": str(REPO)})
+
+
+def test_the_source_plans_the_read_with_the_spec_schema_read(tmp_path: Path) -> None:
+    import pickle
+
+    from kvctl.spark.datasource import KvctlDataSource
+
+    url = f"rocksdb://{tmp_path}/db"
+    spec = spi.TableSpec("t", [("k", "long"), ("v", "string")], ["k"])
+    with spi.connect(url) as p:
+        p.admin.create(spec)
+    source = KvctlDataSource({"url": url, "table": "t", "where": "v = 'x'"})
+    schema = source.schema()
+    planned = pickle.loads(pickle.dumps(source))  # Spark plans the read on a pickled copy
+    with spi.connect(url) as p:  # the planning worker does not read the catalog again
+        p.admin.drop("t")
+    reader = planned.reader(schema)
+    assert spi.TableSpec.from_json(reader.spec_json) == spec and reader.where == "v = 'x'"

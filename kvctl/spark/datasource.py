@@ -84,6 +84,8 @@ class KvctlDataSource(DataSource):
         if self.load_mode not in LOAD_MODES:
             raise spi.InvalidFieldError(f"option 'load_mode' must be one of {', '.join(LOAD_MODES)}")
         self.dry_run = str(options.get("dry_run", "false")).lower() == "true"
+        self.spec_json: str | None = None
+        """The table's spec as read by :meth:`schema` (None until then)."""
         self.text_rules = options.get("text_rules", "json")
         if self.text_rules not in TEXT_RULES:
             raise spi.InvalidFieldError(f"option 'text_rules' must be one of {', '.join(TEXT_RULES)}")
@@ -94,13 +96,21 @@ class KvctlDataSource(DataSource):
         return NAME
 
     def _spec(self) -> spi.TableSpec:
+        """The table's spec: as :meth:`schema` read it, else from the catalog now."""
+        if self.spec_json:
+            return spi.TableSpec.from_json(self.spec_json)
         with spi.connect(self.url) as p:
             return p.admin.get_spec(self.table)
 
     @reports_errors
     def schema(self) -> StructType:
-        """The table's columns as a Spark schema (see :mod:`kvctl.spark.types`)."""
-        return spark_schema(self._spec())
+        """The table's columns as a Spark schema (see :mod:`kvctl.spark.types`). The
+        spec is kept: Spark pickles this instance after calling ``schema`` and plans
+        the read with it, so :meth:`reader` need not read the catalog again."""
+        self.spec_json = None
+        spec = self._spec()
+        self.spec_json = spec.to_json()
+        return spark_schema(spec)
 
     @reports_errors
     def reader(self, schema: StructType) -> KvctlReader:

@@ -40,11 +40,16 @@ class PgAdmin(Admin):
             yield tx
 
     def create_schema(self) -> None:
-        """CREATE SCHEMA and the catalog table if missing (serialised by the advisory lock)."""
+        """CREATE SCHEMA and the catalog table if the catalog is missing (serialised by
+        the advisory lock). An existing catalog is only looked up: no lock, no DDL, so a
+        role that may only read can use the provider."""
         from providers.postgres.provider import PgTransaction
 
         catalog = self._p.catalog
         with PgTransaction(self._p, isolation="READ COMMITTED") as tx:
+            qualified = _ident(tx, self._p.schema, catalog.name)
+            if tx.execute(sa.select(sa.func.to_regclass(sa.literal(qualified, sa.Text)))).scalar_one() is not None:
+                return
             tx.execute(sa.select(sa.func.pg_advisory_xact_lock(LOCK_CLASS, sa.func.hashtext(self._p.schema))))
             tx.execute(CreateSchema(quoted(self._p.schema), if_not_exists=True))
             tx.execute(CreateTable(catalog, if_not_exists=True))
