@@ -127,6 +127,21 @@ def test_data_survives_reopen_and_nothing_is_held_after_close(url: str, tmp_path
         assert p.table("acct").read((42,))["bal"] == 42
 
 
+def test_a_reopened_database_shares_the_process_block_cache(url: str, tmp_path: Path) -> None:
+    from providers.rocksdb.handle import BLOCK_CACHE_BYTES
+
+    path = str(tmp_path / "db")
+    with spi.connect(url) as p:
+        p.admin.create(ACCOUNTS)
+    for _ in range(2):  # created, then reopened from its OPTIONS file
+        handle_for(path).close_if_idle()
+        db = handle_for(path).acquire(5)
+        try:
+            assert int(db.property_value("rocksdb.block-cache-capacity")) == BLOCK_CACHE_BYTES
+        finally:
+            handle_for(path).release()
+
+
 def test_scan_left_open_does_not_keep_the_path(url: str, tmp_path: Path) -> None:
     p = spi.connect(url)
     p.admin.create(ACCOUNTS)

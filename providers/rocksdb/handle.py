@@ -256,7 +256,10 @@ class PathHandle:
         delay = 0.002
         while True:
             try:
-                return rocksdict.Rdict(self.path, options)
+                # Naming the default column family's options: otherwise rocksdict
+                # reopens an existing database with the options stored in its OPTIONS
+                # file, where the shared block cache is not (it got an 8 MiB cache per open).
+                return rocksdict.Rdict(self.path, options, column_families={"default": options})
             except Exception as exc:
                 # Another program (not kvctl) holds RocksDB's own LOCK file: busy, retry.
                 if "lock" not in str(exc).lower():
