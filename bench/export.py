@@ -207,7 +207,9 @@ def run(url: str, n: int, partitions: int | None, master: str, work: str) -> Non
     best = min(jdbc_times) / min(kvctl_times)
     median = statistics.median(jdbc_times) / statistics.median(kvctl_times)
     verdict = "pass" if best >= 1 else "FAIL"
-    print(f"kvctl speed vs JDBC (JDBC time / kvctl time): best {best:.2f} (target >= 1: {verdict}), median {median:.2f}")
+    print(
+        f"kvctl speed vs JDBC (JDBC time / kvctl time): best {best:.2f} (target >= 1: {verdict}), median {median:.2f}"
+    )
     print(f"kvctl time vs pyarrow floor: {min(kvctl_times) / floor_s:.1f}x")
 
 
