@@ -95,20 +95,20 @@ class KvctlDataSource(DataSource):
         """The format name, ``kvctl``."""
         return NAME
 
-    def _spec(self) -> spi.TableSpec:
-        """The table's spec: as :meth:`schema` read it, else from the catalog now."""
-        if self.spec_json:
-            return spi.TableSpec.from_json(self.spec_json)
+    def _read_spec(self) -> spi.TableSpec:
         with spi.connect(self.url) as p:
             return p.admin.get_spec(self.table)
+
+    def _spec(self) -> spi.TableSpec:
+        """The table's spec: as :meth:`schema` read it, else from the catalog now."""
+        return spi.TableSpec.from_json(self.spec_json) if self.spec_json else self._read_spec()
 
     @reports_errors
     def schema(self) -> StructType:
         """The table's columns as a Spark schema (see :mod:`kvctl.spark.types`). The
         spec is kept: Spark pickles this instance after calling ``schema`` and plans
         the read with it, so :meth:`reader` need not read the catalog again."""
-        self.spec_json = None
-        spec = self._spec()
+        spec = self._read_spec()
         self.spec_json = spec.to_json()
         return spark_schema(spec)
 

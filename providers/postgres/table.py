@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 STREAM_ABOVE = 10_000
 """Scans that may return more rows than this stream through a server-side cursor."""
 FETCH_ROWS = 2000
+"""Rows fetched per round trip from a server-side cursor."""
 STATS_APART = 0.05
 """The planner's statistics serve :meth:`PgTable.split` while at most this fraction of
 the rows changed since the last ANALYZE (autovacuum analyzes after 10%), and at most
@@ -38,7 +39,6 @@ STATS_BUCKETS_PER_RANGE = 20
 """Histogram buckets :meth:`PgTable.split` wants per range: ranges end on bucket bounds,
 so each is within a bucket (5%) of its share. At the default statistics target (100
 buckets) the statistics serve up to 5 ranges."""
-"""Rows fetched per round trip from a server-side cursor."""
 
 
 T = TypeVar("T")
@@ -272,9 +272,8 @@ class PgTable(TableBase):
         """Ranges cut at the bounds of the first key column's histogram; None when there
         is none, when more than ``STATS_APART`` of the rows changed since it was taken
         or are left out of it, or when it has fewer than ``STATS_BUCKETS_PER_RANGE``
-        buckets per range.
-        ANALYZE samples 30,000 rows (at the default statistics target): a bound is
-        within about a percent of the true quantile."""
+        buckets per range. ANALYZE samples 30,000 rows (at the default statistics
+        target): a bound is within about a percent of the true quantile."""
         found = self._tx.execute(key_histogram(self._sql.table, self.spec)).first()
         if found is None:
             return None
