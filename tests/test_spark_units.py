@@ -103,3 +103,23 @@ def test_the_source_plans_the_read_with_the_spec_schema_read(tmp_path: Path) -> 
         p.admin.drop("t")
     reader = planned.reader(schema)
     assert spi.TableSpec.from_json(reader.spec_json) == spec and reader.where == "v = 'x'"
+
+
+FREEZE_PROBE = """
+import gc
+from kvctl.spark.workers import freeze_loaded_modules
+freeze_loaded_modules()
+first = gc.get_freeze_count()
+made_later = [[] for _ in range(1000)]
+freeze_loaded_modules()
+print(first, gc.get_freeze_count() - first)
+"""
+
+
+@pytest.mark.parametrize(("in_worker", "frozen"), [(True, True), (False, False)])
+def test_spark_workers_freeze_their_loaded_modules_once(in_worker: bool, frozen: bool) -> None:
+    env = {"PYTHONPATH": str(REPO), **({"PYTHON_WORKER_FACTORY_SECRET": "s"} if in_worker else {})}
+    out = subprocess.run([sys.executable, "-c", FREEZE_PROBE], env=env, capture_output=True, text=True, check=True)
+    first, again = map(int, out.stdout.split())
+    assert (first > 1000) is frozen  # everything imported is out of the collector's sight
+    assert again == 0  # objects made later are collected as usual: never frozen by a second call

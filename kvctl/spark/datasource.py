@@ -36,6 +36,7 @@ from kvctl.spark.convert import TEXT_RULES, batch_rows, check_batches, check_col
 from kvctl.spark.errors import guard, reports_errors
 from kvctl.spark.types import spark_schema
 from kvctl.spark.urls import check_url
+from kvctl.spark.workers import freeze_loaded_modules
 from spi.arrow import arrow_schema as spi_arrow_schema
 from spi.load import LOAD_MODES
 
@@ -109,6 +110,7 @@ class KvctlDataSource(DataSource):
         spec is kept: Spark pickles this instance after calling ``schema`` and plans
         the read with it, so :meth:`reader` need not read the catalog again."""
         spec = self._read_spec()
+        freeze_loaded_modules()
         self.spec_json = spec.to_json()
         return spark_schema(spec)
 
@@ -171,6 +173,7 @@ class KvctlReader(DataSourceReader):
         spec = spi.TableSpec.from_json(self.spec_json)
         with spi.connect(self.url) as p:
             ranges = p.table(spec.name).split(self.n)
+        freeze_loaded_modules()
         out: list[InputPartition] = []
         for i, r in enumerate(ranges):
             resolved = r.resolve(spec)
@@ -195,6 +198,7 @@ class KvctlReader(DataSourceReader):
                     batch = batch.cast(schema)
                 if self.counter is not None:
                     self.counter.add(batch.num_rows)
+                freeze_loaded_modules()  # after the first batch: the driver is loaded too
                 yield batch
 
 
@@ -255,4 +259,6 @@ class KvctlWriter(DataSourceArrowWriter):
             done = written
 
         with spi.connect(self.url) as p:
-            yield p.table(spec.name).load(rows, mode=self.load_mode, batch_size=self.batch_rows, progress=progress)
+            table = p.table(spec.name)
+            freeze_loaded_modules()
+            yield table.load(rows, mode=self.load_mode, batch_size=self.batch_rows, progress=progress)
