@@ -92,9 +92,11 @@ class Kvctl:
         return res
 
 
-def run_process(*args: str, input: str | None = None, env: dict[str, str] | None = None, **kw: Any) -> Result:
-    """Run ``python -m kvctl ARGS`` as a real process (stdout and stderr are pipes)."""
-    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+def run_process(*args: str, input: str | None = None, env: dict[str, str | None] | None = None, **kw: Any) -> Result:
+    """Run ``python -m kvctl ARGS`` as a real process (stdout and stderr are pipes);
+    ``env`` adds to this process's environment (None: remove the variable)."""
+    merged = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    full_env = {k: v for k, v in merged.items() if v is not None}
     proc = subprocess.run(
         [sys.executable, "-m", "kvctl", *args], input=input, capture_output=True, text=True, env=full_env, **kw
     )

@@ -79,7 +79,10 @@ def test_unwrap_summarises_other_spark_failures() -> None:
 
     Py4JJavaError.__module__ = "py4j.protocol"
     error = unwrap(Py4JJavaError("An error occurred\nTraceback...\nValueError: boom\n\tat org.apache..."))
-    assert isinstance(error, SparkJobError) and "ValueError: boom" in str(error)
+    assert isinstance(error, SparkJobError) and "ValueError: boom" in str(error) and error.exit_code == 1
+    missing = unwrap(Py4JJavaError("Traceback...\nModuleNotFoundError: No module named 'rocksdict'\n\tat org..."))
+    assert isinstance(missing, SparkJobError) and missing.exit_code == 3  # the workers' setup, not the data
+    assert "No module named 'rocksdict'" in str(missing) and "PYSPARK_PYTHON" in str(missing)
 
 
 def test_the_cli_does_not_import_spark() -> None:

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from spi import errors as spi_errors
 
 _MARKER = re.compile(r"KVCTL\[(\w+)\] ([^\n]*)")
+_MISSING_MODULE = re.compile(r"^(ModuleNotFoundError|ImportError): ")
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -80,7 +81,14 @@ def unwrap(exc: BaseException) -> BaseException:
         return rebuild(found.group(1), found.group(2).strip())
     if not _is_spark_error(exc):
         return exc
-    return SparkJobError(f"the Spark job failed: {_summary(text)}")
+    summary = _summary(text)
+    if _MISSING_MODULE.match(summary):
+        return SparkJobError(
+            f"Spark's Python workers cannot load kvctl ({summary}); install kvctl for the interpreter "
+            "PYSPARK_PYTHON names on every executor, or set PYSPARK_PYTHON to one that has it",
+            3,
+        )
+    return SparkJobError(f"the Spark job failed: {summary}")
 
 
 def _is_spark_error(exc: BaseException) -> bool:

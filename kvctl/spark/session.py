@@ -88,8 +88,9 @@ def spark_session(
     Local mode (the default, ``local[*]``): workers run this interpreter
     (``PYSPARK_PYTHON``), everything binds to 127.0.0.1, the UI is off and Spark
     logs only errors. Workers import ``spi``, ``providers`` and ``kvctl`` from
-    this installation (``PYTHONPATH``); on a real cluster kvctl must be installed
-    on the executors too. Timestamps are UTC; parquet timestamps are written as
+    this installation (``PYTHONPATH``). On a cluster (``spark://...``, ``yarn``...)
+    kvctl must be installed on the executors too, for the interpreter
+    ``PYSPARK_PYTHON`` names: this one unless it is already set. Timestamps are UTC; parquet timestamps are written as
     microseconds. Spark starts a JVM, so this takes seconds: create one session
     and reuse it. ``quiet`` starts the JVM with its stderr on /dev/null (the CLI:
     Java's start-up banner and logs would break its one-error-line rule; Spark's
@@ -102,6 +103,9 @@ def spark_session(
         os.environ["PYSPARK_PYTHON"] = sys.executable
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    else:
+        # Spark's default, "python3", is rarely the interpreter kvctl is installed for.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = {
         **BASE_CONF,
         "spark.executorEnv.PYTHONPATH": python_path,

@@ -181,16 +181,16 @@ def export_table(
     source = counted_source(counter)
     spark.dataSource.register(source)
     options = {"url": url, "table": table, "partitions": str(n), **({"where": where} if where else {})}
-    df = spark.read.format(source.name()).options(**options).load()
-    if format in ("csv", "json"):
-        df = _text_columns(df)
-    writer = df.write.format(format).mode("overwrite" if mode == "overwrite" else "errorifexists")
-    if format == "csv":
-        writer = writer.options(**CSV_WRITE_OPTIONS)
-    elif format == "json":
-        writer = writer.option("ignoreNullFields", "false")
     monitor = _Monitor(spark, "export", counter, progress)
     try:
+        df = spark.read.format(source.name()).options(**options).load()  # Spark asks a Python worker for the schema
+        if format in ("csv", "json"):
+            df = _text_columns(df)
+        writer = df.write.format(format).mode("overwrite" if mode == "overwrite" else "errorifexists")
+        if format == "csv":
+            writer = writer.options(**CSV_WRITE_OPTIONS)
+        elif format == "json":
+            writer = writer.option("ignoreNullFields", "false")
         with monitor:
             writer.save(out)
     except Exception as exc:
