@@ -198,7 +198,7 @@ class KvctlReader(DataSourceReader):
                     batch = batch.cast(schema)
                 if self.counter is not None:
                     self.counter.add(batch.num_rows)
-                freeze_loaded_modules()  # after the first batch: the driver is loaded too
+                freeze_loaded_modules()  # at the first batch: the database driver is loaded by then
                 yield batch
 
 

@@ -90,11 +90,12 @@ def spark_session(
     logs only errors. Workers import ``spi``, ``providers`` and ``kvctl`` from
     this installation (``PYTHONPATH``). On a cluster (``spark://...``, ``yarn``...)
     kvctl must be installed on the executors too, for the interpreter
-    ``PYSPARK_PYTHON`` names: this one unless it is already set. Timestamps are UTC; parquet timestamps are written as
-    microseconds. Spark starts a JVM, so this takes seconds: create one session
-    and reuse it. ``quiet`` starts the JVM with its stderr on /dev/null (the CLI:
-    Java's start-up banner and logs would break its one-error-line rule; Spark's
-    errors still arrive as Python exceptions).
+    ``PYSPARK_PYTHON`` names: this one unless it is already set. Timestamps are
+    UTC; parquet timestamps are written as microseconds. Spark starts a JVM, so
+    this takes seconds: create one session and reuse it. ``quiet`` starts the JVM
+    with its stderr on /dev/null (the CLI: Java's start-up banner and logs would
+    break its one-error-line rule; Spark's errors still arrive as Python
+    exceptions).
     """
     master = master or DEFAULT_MASTER
     python_path = _python_path()
