@@ -189,9 +189,9 @@ def test_scan_arrow_of_a_table_dropped_before_reading(pg_factory: Callable[..., 
 
 
 def test_arrow_scans_connect_with_the_urls_settings(pg_server: Any, pg_factory: Callable[..., Any]) -> None:
-    import adbc_driver_postgresql.dbapi as adbc
+    import pyarrow as pa
 
-    from providers.postgres.arrow import conninfo
+    from providers.postgres.arrow import adbc_batches, conninfo
     from providers.postgres.url import parse_url
 
     p = pg_factory(application_name="mine")
@@ -203,9 +203,32 @@ def test_arrow_scans_connect_with_the_urls_settings(pg_server: Any, pg_factory: 
     # test server trusts local connections, so any password logs in).
     odd = "p a's\\w"
     info = conninfo(parse_url(pg_server.url.replace("postgres@", f"postgres:{quote(odd, safe='')}@")))
-    with adbc.connect(info) as conn, conn.cursor() as cursor:
-        cursor.execute("SELECT current_setting('transaction_read_only') AS ro")
-        assert cursor.fetch_arrow_table().to_pylist() == [{"ro": "on"}]
+    query = "SELECT current_setting('transaction_read_only') AS ro"
+    batches = adbc_batches(info, query, pa.schema([("ro", pa.string())]), 10, "test", odd)
+    assert [r for b in batches for r in b.to_pylist()] == [{"ro": "on"}]
+
+
+def test_arrow_scans_read_the_type_catalogue_once_per_process(pg_factory: Callable[..., Any]) -> None:
+    """The ADBC driver reads pg_type and all of pg_attribute when its database object is
+    made: one per connection string per process, shared by every scan's connection."""
+    from providers.postgres import arrow
+
+    p, q = pg_factory(), pg_factory()  # two providers, two schemas, one server
+    for provider in (p, q):
+        provider.admin.create(spi.TableSpec("t", [spi.Field("k", "long")], ["k"]))
+        provider.table("t").upsert({"k": 1})
+    assert sum(b.num_rows for b in p.table("t").scan_arrow()) == 1
+    database = arrow._databases[p.arrow_conninfo]
+    assert q.arrow_conninfo == p.arrow_conninfo
+    assert sum(b.num_rows for b in q.table("t").scan_arrow()) == 1
+    assert arrow._databases[p.arrow_conninfo] is database
+    # A table made after the catalogue was read (a new row type in pg_type) reads right.
+    p.admin.create(
+        spi.TableSpec("later", [spi.Field("k", "long"), spi.Field("at", "timestamp"), spi.Field("b", "bytes")], ["k"])
+    )
+    at = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    p.table("later").upsert({"k": 2, "at": at, "b": b"x"})
+    assert [r for b in p.table("later").scan_arrow() for r in b.to_pylist()] == [{"k": 2, "at": at, "b": b"x"}]
 
 
 def test_arrow_scan_failures_are_one_line_without_the_password() -> None:

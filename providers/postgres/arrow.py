@@ -6,10 +6,19 @@ Python object is made per value. An auto-commit ``scan_arrow`` runs as one
 statement on its own read-only connection. One statement is one consistent
 snapshot; it blocks no writer, and it holds back VACUUM and DDL on the table
 only while it runs.
+
+The driver's "database" object reads PostgreSQL's type catalogue when it is made
+(every column of every table in ``pg_attribute``, and ``pg_type``): 18 ms on an
+empty server, 140 ms with 5,000 tables. One is therefore made per connection string
+per process and kept for the process's life (it holds no server connection, only
+the catalogue); each scan opens its own connection from it (3-5 ms). kvctl's
+columns all have built-in types, whose entries never change, so a catalogue read
+before later DDL stays right for them.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +58,26 @@ def _quoted(value: str) -> str:
     return f"'{escaped}'"
 
 
+_databases: dict[str, Any] = {}
+"""The process's ADBC database objects by connection string (a handful: one per
+server, user, database and libpq options the process reads from)."""
+_databases_lock = threading.Lock()
+"""ADBC objects take calls from one thread at a time: making a database and opening a
+connection from it happen under this lock."""
+
+
+def _connect(info: str) -> Any:
+    """A new ADBC connection (auto-commit) from the process's database object for ``info``."""
+    import adbc_driver_manager
+    import adbc_driver_postgresql
+
+    with _databases_lock:
+        database = _databases.get(info)
+        if database is None:
+            database = _databases[info] = adbc_driver_postgresql.connect(info)
+        return adbc_driver_manager.AdbcConnection(database)
+
+
 def adbc_batches(
     info: str, statement: str, schema: pa.Schema, batch_size: int, where: str, secret: str | None
 ) -> Iterator[pa.RecordBatch]:
@@ -57,21 +86,26 @@ def adbc_batches(
     stopping early closes the connection, which ends the query on the server. Errors
     name ``where`` (the masked URL) and never show ``secret`` (the password)."""
     import adbc_driver_manager
-    import adbc_driver_postgresql.dbapi as adbc
     import pyarrow as pa
 
     try:
-        with adbc.connect(info) as conn, conn.cursor() as cursor:
-            cursor.adbc_statement.set_options(**{"adbc.postgresql.batch_size_hint_bytes": str(BATCH_HINT_BYTES)})
-            cursor.execute(statement)
-            for batch in cursor.fetch_record_batch():
-                arrays = [
-                    column if column.type == field.type else column.cast(field.type)
-                    for column, field in zip(batch.columns, schema)
-                ]
-                typed = pa.RecordBatch.from_arrays(arrays, schema=schema)
-                for start in range(0, typed.num_rows, batch_size):
-                    yield typed.slice(start, batch_size)
+        conn = _connect(info)
+        try:
+            with adbc_driver_manager.AdbcStatement(conn) as stmt:
+                stmt.set_options(**{"adbc.postgresql.batch_size_hint_bytes": str(BATCH_HINT_BYTES)})
+                stmt.set_sql_query(statement)
+                stream, _ = stmt.execute_query()
+                with pa.RecordBatchReader.from_stream(stream) as reader:
+                    for batch in reader:
+                        arrays = [
+                            column if column.type == field.type else column.cast(field.type)
+                            for column, field in zip(batch.columns, schema)
+                        ]
+                        typed = pa.RecordBatch.from_arrays(arrays, schema=schema)
+                        for start in range(0, typed.num_rows, batch_size):
+                            yield typed.slice(start, batch_size)
+        finally:
+            conn.close()
     except adbc_driver_manager.Error as exc:
         raise _error(exc, where, secret) from None
 
