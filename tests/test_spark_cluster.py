@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from cli_support import assert_one_error, run_process
+from pg_server import free_port
 from spark_session import need_spark
 
 import spi
@@ -34,12 +34,6 @@ SPEC = spi.TableSpec(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class StandaloneCluster:
     """A Spark standalone master and one worker (2 cores) on 127.0.0.1."""
 
@@ -48,7 +42,7 @@ class StandaloneCluster:
 
         self.spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
         self.root = root
-        self.port = _free_port()
+        self.port = free_port()
         self.master_url = f"spark://127.0.0.1:{self.port}"
         self.work_dir = root / "work"
         self.env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
@@ -77,14 +71,14 @@ class StandaloneCluster:
         self._start(
             "master",
             "org.apache.spark.deploy.master.Master",
-            *("--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(_free_port())),
+            *("--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(free_port())),
             ready="I have been elected leader",
         )
         self._start(
             "worker",
             "org.apache.spark.deploy.worker.Worker",
             self.master_url,
-            *("--host", "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port", str(_free_port())),
+            *("--host", "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port", str(free_port())),
             *("--work-dir", str(self.work_dir)),
             ready="Successfully registered with master",
         )
