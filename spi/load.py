@@ -3,7 +3,7 @@
 :func:`run_load` drives a load for every provider; a :class:`LoadPreparer` says how
 input rows become what a provider's batch writer takes. The default validates each
 row into a dict as it is read; a provider may instead copy rows as they are read
-and validate and encode a whole batch at once (:mod:`spi.kvbulk`).
+and validate and encode a whole batch at once (:mod:`spi.kv.bulk`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The batch load path of the ordered-store engine (spi.kvbulk) against the exact
+"""The batch load path of the ordered-store engine (spi.kv.bulk) against the exact
 per-row path: for any batch, it must accept exactly the rows validate_row accepts,
 produce the same values, store the same bytes, and report the same first error."""
 
@@ -18,7 +18,7 @@ from spi.codec import encode_key
 from spi.errors import KvError
 from spi.keys import key_of
 from spi.kv import Layout
-from spi.kvbulk import RowBatch
+from spi.kv.bulk import RowBatch
 from spi.testing.fixtures import ALL_TYPES, all_types_row
 from spi.validate import validate_row
 

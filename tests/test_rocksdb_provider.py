@@ -13,7 +13,7 @@ import spi
 from providers.rocksdb.handle import handle_for
 from spi.codec import encode_key, encode_nullable
 from spi.errors import KvError, ProviderUnavailableError, UrlError
-from spi.kv import DATA
+from spi.kv.layout import DATA
 from spi.types import FieldType
 
 ACCOUNTS = spi.TableSpec(

@@ -1,0 +1,205 @@
+"""A transaction's view of the store: its buffered writes over an exclusive session.
+
+Reads see the store merged with the transaction's own writes (read your writes);
+nothing reaches the store until :meth:`WriteBuffer.flush` commits the buffer as one
+atomic batch. Scans opened through :meth:`WriteBuffer.cursor` refuse to run once the
+transaction has ended.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
+from sortedcontainers import SortedList
+
+from spi.codec import prefix_successor
+from spi.errors import KvError
+from spi.kv.store import StoreSession
+from spi.table import Stored
+
+_CHUNK = 256
+"""Buffered keys merged into a scan per step (see :meth:`WriteBuffer.iterate`)."""
+
+
+def ended_error() -> KvError:
+    """The error of a scan used after its transaction ended."""
+    return KvError("this scan's transaction has ended; scans are valid only inside their transaction")
+
+
+class Cursor:
+    """A scan iterator that refuses to run after its transaction ended."""
+
+    def __init__(self, buffer: WriteBuffer, rows: Iterator[Stored]) -> None:
+        self._buffer = buffer
+        self._rows = rows
+
+    def __iter__(self) -> Cursor:
+        return self
+
+    def __next__(self) -> Stored:
+        if self._buffer.ended:
+            raise ended_error()
+        return next(self._rows)
+
+    def close(self) -> None:
+        """Drop the underlying store iterators."""
+        close = getattr(self._rows, "close", None)
+        if close is not None:
+            close()
+
+
+class WriteBuffer:
+    """Buffered writes over an exclusive store session, with read-your-writes reads."""
+
+    def __init__(self, session: StoreSession) -> None:
+        self._session = session
+        # Buffered writes; their keys are kept sorted only once a scan needs them,
+        # so write-only transactions (bulk loads) pay a dict insert per write.
+        self._writes: dict[bytes, bytes | None] = {}
+        self._sorted: SortedList | None = None
+        self._range_deletes: list[tuple[bytes, bytes]] = []
+        self._cursors: weakref.WeakSet[Cursor] = weakref.WeakSet()
+        self.ended = False
+
+    def get(self, key: bytes) -> bytes | None:
+        """The value under ``key`` as this transaction sees it."""
+        writes = self._writes
+        if writes and key in writes:
+            return writes[key]
+        return self._session.get(key)
+
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """The values under ``keys`` as this transaction sees them, in order.
+
+        When no stored key lies between the smallest and the largest of the keys
+        not written by this transaction (appends, loads into an empty stretch),
+        one seek shows that none of them exists and the lookups are skipped.
+        """
+        writes = self._writes
+        if not writes:
+            if keys and self._any_stored(min(keys), max(keys)):
+                return self._session.get_many(keys)
+            return [None] * len(keys)
+        pending = [k for k in keys if k not in writes]
+        stored: dict[bytes, bytes | None] = {}
+        if pending and self._any_stored(min(pending), max(pending)):
+            stored = dict(zip(pending, self._session.get_many(pending)))
+        return [writes[k] if k in writes else stored.get(k) for k in keys]
+
+    def _any_stored(self, lo: bytes, last: bytes) -> bool:
+        """True if the store holds a key in ``[lo, last]``."""
+        items = self._session.iterate(lo, last + b"\x00", False)
+        try:
+            return next(items, None) is not None
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    def values(self, lo: bytes, hi: bytes | None, reverse: bool = False) -> Iterator[bytes]:
+        """The values of :meth:`iterate` (straight from the store when nothing is buffered)."""
+        if not self._writes:
+            return self._session.values(lo, hi, reverse)
+        return (v for _, v in self.iterate(lo, hi, reverse))
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        """Buffer a write (None: a delete)."""
+        if self._sorted is not None and key not in self._writes:
+            self._sorted.add(key)
+        self._writes[key] = value
+
+    def put_many(self, keys: list[bytes], values: Iterable[bytes]) -> None:
+        """Buffer the writes of ``values`` under ``keys`` (bulk loads)."""
+        if self._sorted is not None:
+            self._sorted.update(k for k in keys if k not in self._writes)
+        self._writes.update(zip(keys, values))
+
+    def remove(self, key: bytes) -> None:
+        """Buffer a delete."""
+        self.put(key, None)
+
+    def delete_prefix(self, prefix: bytes) -> None:
+        """Delete every key under ``prefix`` at commit (used for drops, never read after)."""
+        hi = prefix_successor(prefix)
+        assert hi is not None
+        self._range_deletes.append((prefix, hi))
+        for k in list(self._sorted_writes().irange(prefix, hi, inclusive=(True, False))):
+            del self._writes[k]
+            self._sorted_writes().remove(k)
+
+    def _sorted_writes(self) -> SortedList:
+        if self._sorted is None:
+            self._sorted = SortedList(self._writes)
+        return self._sorted
+
+    def iterate(self, lo: bytes, hi: bytes | None, reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
+        """Items in ``[lo, hi)`` merged with this transaction's writes."""
+        base = self._session.iterate(lo, hi, reverse)
+        if not self._writes:
+            yield from base
+            return
+        overlay = self._overlay(lo, hi, reverse)
+        b = next(base, None)
+        o = next(overlay, None)
+        while b is not None or o is not None:
+            if o is None or (b is not None and b[0] != o[0] and (b[0] < o[0]) != reverse):
+                assert b is not None
+                yield b  # the store's item comes first in iteration order
+                b = next(base, None)
+                continue
+            if b is not None and b[0] == o[0]:
+                b = next(base, None)  # the buffered write shadows the stored value
+            value = self._writes.get(o[0])
+            if value is not None:
+                yield o[0], value
+            o = next(overlay, None)
+
+    def _overlay(self, lo: bytes, hi: bytes | None, reverse: bool) -> Iterator[tuple[bytes, None]]:
+        # Chunked so that writes made while a scan is being consumed are safe.
+        pos: bytes | None = None
+        while True:
+            if reverse:
+                upper = hi if pos is None else pos
+                keys = list(islice(self._sorted_writes().irange(lo, upper, (True, False), reverse=True), _CHUNK))
+            else:
+                lower, inclusive = (lo, True) if pos is None else (pos, False)
+                keys = list(islice(self._sorted_writes().irange(lower, hi, (inclusive, False)), _CHUNK))
+            for k in keys:
+                yield k, None
+            if len(keys) < _CHUNK:
+                return
+            pos = keys[-1]
+
+    def cursor(self, rows: Iterator[Stored]) -> Cursor:
+        """Wrap a scan so it is closed when the transaction ends."""
+        c = Cursor(self, rows)
+        self._cursors.add(c)
+        return c
+
+    def end(self) -> None:
+        """Mark the transaction ended and close its open scans."""
+        self.ended = True
+        for c in list(self._cursors):
+            c.close()
+        self._cursors = weakref.WeakSet()
+
+    def flush(self) -> None:
+        """Commit the buffered writes to the store as one batch, then release the session."""
+        try:
+            self.end()
+            writes = self._writes
+            if writes or self._range_deletes:
+                # In key order: RocksDB inserts a sorted batch several times faster.
+                keys = sorted(writes)
+                self._session.commit(self._range_deletes, keys, list(map(writes.__getitem__, keys)))
+        finally:
+            self._session.release()
+
+    def discard(self) -> None:
+        """Drop the buffered writes and release the session."""
+        try:
+            self.end()
+        finally:
+            self._session.release()

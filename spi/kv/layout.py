@@ -1,0 +1,158 @@
+"""Where an ordered store keeps catalog entries, rows and index entries, and how a
+table's rows are encoded.
+
+All keys are byte strings, compared unsigned:
+
+- ``00 'c' name`` → catalog entry (msgpack: spec, table id, stored column layout)
+- ``00 'n'`` → the next table id
+- ``01 tid(4) 00 key`` → row: msgpack ``[version, value...]`` in layout order
+- ``01 tid(4) 01 col(2) nullable-value key`` → empty: index entry of column ``col``
+  (its position in the layout); row and index entries change in one atomic commit
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from collections.abc import Callable
+from operator import itemgetter
+from typing import Any
+
+import msgspec
+
+from spi.codec import encode_key, from_micros, key_encoder, nullable_encoder, prefix_successor, to_micros
+from spi.keys import ResolvedRange
+from spi.kv.bulk import KvLoadPreparer
+from spi.spec import TableSpec
+from spi.table import Stored
+from spi.types import FieldType
+
+CATALOG = b"\x00c"
+NEXT_ID = b"\x00n"
+DATA = b"\x01"
+ROWS = b"\x00"
+INDEX = b"\x01"
+_U32 = struct.Struct(">I")
+_U16 = struct.Struct(">H")
+
+pack = msgspec.msgpack.encode
+"""msgpack encoding of catalog entries and counters."""
+unpack = msgspec.msgpack.decode
+"""msgpack decoding of stored rows, catalog entries and counters."""
+
+
+def catalog_key(name: str) -> bytes:
+    """Store key of table ``name``'s catalog entry."""
+    return CATALOG + name.encode("utf-8")
+
+
+class Layout:
+    """How one table's rows are stored: column order and per-type value codecs."""
+
+    def __init__(self, spec: TableSpec, columns: list[str], table_id: int) -> None:
+        self.spec = spec
+        self.columns = columns
+        self.table_id = table_id
+        self.prefix = DATA + _U32.pack(table_id)
+        self.row_prefix = self.prefix + ROWS
+        self.key_types = spec.key_types
+        self.encode_key = key_encoder(spec.key_types)
+        self.timestamps = [c for c in columns if spec.type_of(c) is FieldType.TIMESTAMP]
+        self.index_ids = {c: columns.index(c) for c in spec.indexes}
+        self.indexes = [(c, self.index_prefix(c), nullable_encoder(spec.type_of(c))) for c in spec.indexes]
+        self._encoders = {c: encoder for c, _, encoder in self.indexes}
+        self._get_all = itemgetter(*columns) if len(columns) > 1 else lambda values: (values[columns[0]],)
+        build = _dict_builder(len(columns))(*columns)
+        self.values_of: Callable[[list[Any]], dict[str, Any]] = (
+            build if not self.timestamps else lambda raw: self._from_micros(build(raw))
+        )
+        """The column values of an unpacked stored row (columns added later read as null)."""
+        # A layout belongs to one transaction (one thread), so it may own an encoder.
+        self._pack = msgspec.msgpack.Encoder().encode
+
+    @property
+    def signature(self) -> tuple[Any, ...]:
+        """What rows encoded for this layout depend on (see :mod:`spi.kv.bulk`)."""
+        return (self.table_id, tuple(self.columns), self.spec)
+
+    def load_preparer(self) -> KvLoadPreparer:
+        """A new bulk-load preparer for this layout (see :mod:`spi.kv.bulk`)."""
+        indexes = [(c, prefix) for c, prefix, _ in self.indexes]
+        return KvLoadPreparer(self.spec, self.columns, self.row_prefix, indexes, self.signature)
+
+    def index_prefix(self, column: str) -> bytes:
+        """Byte prefix of every entry of the index on ``column``."""
+        return self.prefix + INDEX + _U16.pack(self.index_ids[column])
+
+    def encode_row(self, values: dict[str, Any], version: int) -> bytes:
+        """The stored form of a full row: msgpack ``[version, value...]``."""
+        if self.timestamps:
+            values = {**values, **{c: to_micros(values[c]) for c in self.timestamps if values[c] is not None}}
+        return self._pack((version, *self._get_all(values)))
+
+    def _from_micros(self, values: dict[str, Any]) -> dict[str, Any]:
+        for c in self.timestamps:
+            if values[c] is not None:
+                values[c] = from_micros(values[c])
+        return values
+
+    def decode_row(self, data: bytes) -> Stored:
+        """Inverse of :meth:`encode_row`."""
+        raw = unpack(data)
+        return Stored(self.values_of(raw), raw[0])
+
+    def index_key(self, column: str, value: Any, encoded_key: bytes) -> bytes:
+        """Store key of one index entry."""
+        return self.index_prefix(column) + self._encoders[column](value) + encoded_key
+
+    def catalog_entry(self) -> bytes:
+        """The stored catalog entry of this layout (see :meth:`from_catalog_entry`)."""
+        return pack({"spec": self.spec.to_dict(), "id": self.table_id, "layout": self.columns})
+
+    @classmethod
+    def from_catalog_entry(cls, data: bytes) -> Layout:
+        """The layout a catalog entry describes."""
+        entry = unpack(data)
+        return cls(TableSpec.from_dict(entry["spec"]), entry["layout"], entry["id"])
+
+
+@functools.lru_cache(maxsize=64)
+def _dict_builder(n: int) -> Callable[..., Callable[[list[Any]], dict[str, Any]]]:
+    """``make(*columns)`` returning ``build(raw)`` = ``{columns[i]: raw[i + 1]}``, with
+    ``raw`` padded with nulls when it is short.
+
+    Generated (as :func:`collections.namedtuple` does) because a dict display runs
+    about twice as fast as ``dict(zip(...))`` and every row read goes through it. The
+    source holds only generated names and numbers, never a column name.
+    """
+    names = [f"c{i}" for i in range(n)]
+    items = ", ".join(f"{c}: r[{i + 1}]" for i, c in enumerate(names))
+    source = (
+        f"def make({', '.join(names)}):\n"
+        f"    def build(r):\n"
+        f"        if len(r) <= {n}:\n"
+        f"            r = r + [None] * ({n + 1} - len(r))\n"
+        f"        return {{{items}}}\n"
+        f"    return build\n"
+    )
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)
+    return namespace["make"]  # type: ignore[no-any-return]
+
+
+def range_bytes(prefix: bytes, key_types: tuple[FieldType, ...], r: ResolvedRange) -> tuple[bytes, bytes | None]:
+    """Byte interval ``[lo, hi)`` of the keys in ``r`` under ``prefix``."""
+    lo = prefix
+    if r.start is not None:
+        enc = encode_key(key_types, r.start)
+        lo = prefix + enc if r.start_inclusive else prefix + (prefix_successor(enc) or enc)
+    end_all = prefix_successor(prefix)
+    hi = end_all
+    if r.end is not None:
+        enc = encode_key(key_types, r.end)
+        if r.end_inclusive:
+            succ = prefix_successor(enc)
+            hi = end_all if succ is None else prefix + succ
+        else:
+            hi = prefix + enc
+    return lo, hi

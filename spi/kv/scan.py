@@ -1,0 +1,294 @@
+"""Running a planned scan over one table's layout: key-range reads, index scans,
+orders by other key columns, counts, splits and plans.
+
+Rows are built as ``make(values, version)`` straight from the store's values, so a
+scan costs one msgpack decode and one dict per row it returns.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from itertools import islice, starmap
+from typing import Any, TypeVar
+
+from spi.codec import decode_key, decode_nullable, encode_nullable, prefix_successor
+from spi.filters import Expr, matches
+from spi.keys import Range, ResolvedRange, quantile_cuts, ranges_between
+from spi.kv.buffer import WriteBuffer, ended_error
+from spi.kv.layout import Layout, range_bytes
+from spi.kv.layout import unpack as _unpack
+from spi.planner import Plan, plan_scan
+from spi.table import ScanRequest, Stored, sort_position
+from spi.types import FieldType
+
+_FIRST_FETCH = 16
+"""Rows an index scan fetches in its first multi-get (later runs grow to 256)."""
+_MAX_FETCH = 256
+T = TypeVar("T")
+
+
+class Scanner:
+    """The scans of one table in one transaction."""
+
+    def __init__(self, buffer: WriteBuffer, layout: Layout) -> None:
+        self._buffer = buffer
+        self._layout = layout
+        self.spec = layout.spec
+
+    def stream(self, request: ScanRequest, make: Callable[[dict[str, Any], int], T]) -> Iterator[T]:
+        """The rows of ``request``, each as ``make(values, version)``."""
+        plan = plan_scan(
+            self.spec, request.key_range, request.where, order_by=request.order_by, descending=request.descending
+        )
+        if plan.empty:
+            return iter(())
+        # The common cases: one generator over the store builds the rows.
+        if plan.index is None and plan.order_by is None:
+            return self._key_rows(plan.key_range, plan.descending, request.after, plan.residual, request.limit, make)
+        if plan.index is not None and plan.residual is None:
+            found = self._index_rows(plan, request.after, make)
+            return found if request.limit is None else islice(found, request.limit)
+        rows = self._rows(plan, request.after)
+        if request.limit is not None:
+            rows = islice(rows, request.limit)
+        cursor = self._buffer.cursor(rows)
+        return cursor if make is Stored else starmap(make, cursor)  # type: ignore[return-value]
+
+    def _rows(self, plan: Plan, after: bytes | None) -> Iterator[Stored]:
+        if plan.empty:
+            return iter(())
+        if plan.index is not None:
+            rows = self._index_rows(plan, after)
+        elif plan.order_by is not None:
+            rows = self._key_column_order(plan, after)
+        else:
+            rows = self._key_rows(plan.key_range, plan.descending, after)
+        if plan.residual is None:
+            return rows
+        residual = plan.residual
+        return (r for r in rows if matches(residual, r.values))
+
+    def _key_rows(
+        self,
+        key_range: ResolvedRange,
+        descending: bool,
+        after: bytes | None,
+        where: Expr | None = None,
+        limit: int | None = None,
+        make: Callable[[dict[str, Any], int], Any] = Stored,
+    ) -> Iterator[Any]:
+        """Rows in key order matching ``where``, at most ``limit``, as ``make(values, version)``."""
+        lay = self._layout
+        lo, hi = range_bytes(lay.row_prefix, lay.key_types, key_range)
+        if after is not None:
+            if descending:
+                bound = lay.row_prefix + after
+                hi = bound if hi is None else min(hi, bound)
+            else:
+                lo = max(lo, lay.row_prefix + after + b"\x00")
+        if (hi is not None and lo >= hi) or limit == 0:
+            return
+        tx, unpack, values_of = self._buffer, _unpack, lay.values_of
+        stored = tx.values(lo, hi, descending)
+        n = 0
+        while True:
+            if tx.ended:  # checked before the store is touched again
+                raise ended_error()
+            data = next(stored, None)
+            if data is None:
+                return
+            raw = unpack(data)
+            values = values_of(raw)
+            if where is not None and not matches(where, values):
+                continue
+            yield make(values, raw[0])
+            n += 1
+            if n == limit:
+                return
+
+    def _index_entries(self, column: str, plan: Plan, after: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        """(position, encoded key) of index entries in scan order, strictly after ``after``.
+
+        ``position`` is the nullable value encoding followed by the key, which is
+        exactly the sort position of an index-ordered scan.
+        """
+        lay = self._layout
+        prefix = lay.index_prefix(column)
+        ftype = self.spec.type_of(column)
+        n = len(prefix)
+        if plan.index_points is not None:
+            runs = [encode_nullable(ftype, v) for v in plan.index_points]
+            if plan.order_by is None:
+                # Key order: each value's run is sorted by key; merge the runs.
+                streams = [
+                    self._entries_in(
+                        prefix + r,
+                        prefix_successor(prefix + r),
+                        plan.descending,
+                        None if after is None else prefix + r + after,
+                        n,
+                        ftype,
+                        len(r),
+                    )
+                    for r in runs
+                ]
+                if len(streams) == 1:
+                    return streams[0]
+                return heapq.merge(*streams, key=lambda e: e[1], reverse=plan.descending)
+            ordered = runs[::-1] if plan.descending else runs
+            start = None if after is None else prefix + after
+            return (
+                e
+                for r in ordered
+                for e in self._entries_in(
+                    prefix + r, prefix_successor(prefix + r), plan.descending, start, n, ftype, len(r)
+                )
+            )
+        b = plan.index_bounds
+        if b is None:
+            lo, hi = prefix, prefix_successor(prefix)
+        else:
+            lo = prefix + b"\x01" if b.lo is None else prefix + encode_nullable(ftype, b.lo)
+            if b.lo is not None and not b.lo_inclusive:
+                lo = prefix_successor(lo) or lo
+            if b.hi is None:
+                hi = prefix_successor(prefix)
+            else:
+                enc = prefix + encode_nullable(ftype, b.hi)
+                hi = prefix_successor(enc) if b.hi_inclusive else enc
+        return self._entries_in(lo, hi, plan.descending, None if after is None else prefix + after, n, ftype)
+
+    def _entries_in(
+        self,
+        lo: bytes,
+        hi: bytes | None,
+        descending: bool,
+        after: bytes | None,
+        n: int,
+        ftype: FieldType,
+        width: int | None = None,
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Entries in ``[lo, hi)`` after ``after``; ``width``: the length of the value
+        encoding when the range holds entries of one value only."""
+        if after is not None:
+            if descending:
+                hi = after if hi is None else min(hi, after)
+            else:
+                lo = max(lo, after + b"\x00")
+        if hi is not None and lo >= hi:
+            return
+        if width is not None:
+            for k, _ in self._buffer.iterate(lo, hi, descending):
+                yield k[n:], k[n + width :]
+            return
+        for k, _ in self._buffer.iterate(lo, hi, descending):
+            position = k[n:]
+            _, end = decode_nullable(ftype, position)
+            yield position, position[end:]
+
+    def _index_rows(
+        self, plan: Plan, after: bytes | None, make: Callable[[dict[str, Any], int], Any] = Stored
+    ) -> Iterator[Any]:
+        """The rows an index scan finds, as ``make(values, version)``."""
+        assert plan.index is not None
+        lay = self._layout
+        # A key-ordered scan resumes by key; the entries carry the key after the value.
+        entries = self._index_entries(plan.index, plan, after)
+        lo, hi = range_bytes(b"", lay.key_types, plan.key_range)
+        everything = plan.key_range == ResolvedRange.everything()
+        tx, prefix, unpack, values_of = self._buffer, lay.row_prefix, _unpack, lay.values_of
+        # The rows of a run of entries are fetched together (one multi-get), in runs
+        # that grow so that a short scan fetches little.
+        size = _FIRST_FETCH
+        while True:
+            if tx.ended:
+                raise ended_error()
+            run = list(islice(entries, size))
+            keys = [prefix + enc for _, enc in run if everything or (lo <= enc and (hi is None or enc < hi))]
+            for data in tx.get_many(keys):
+                if tx.ended:
+                    raise ended_error()
+                if data is not None:
+                    raw = unpack(data)
+                    yield make(values_of(raw), raw[0])
+            if len(run) < size:
+                return
+            size = min(size * 4, _MAX_FETCH)
+
+    def _key_column_order(self, plan: Plan, after: bytes | None) -> Iterator[Stored]:
+        """Order by a key column other than the first: merge one sorted run per
+        distinct prefix of the key columns before it (memory grows with their count)."""
+        assert plan.order_by is not None
+        spec, lay = self.spec, self._layout
+        depth = spec.primary_key.index(plan.order_by)
+        lo, hi = range_bytes(lay.row_prefix, lay.key_types, plan.key_range)
+        prefixes: list[tuple[Any, ...]] = []
+        pos = lo
+        n = len(lay.row_prefix)
+        while True:
+            item = next(self._buffer.iterate(pos, hi, False), None)
+            if item is None:
+                break
+            values, end = decode_key(lay.key_types[:depth], item[0], n)
+            prefixes.append(values)
+            nxt = prefix_successor(item[0][:end])
+            if nxt is None:
+                break
+            pos = nxt
+        runs = [self._key_rows(_intersect_prefix(plan.key_range, p), plan.descending, None) for p in prefixes]
+        column = plan.order_by
+
+        def position(row: Stored) -> bytes:
+            return sort_position(spec, row.values, column)
+
+        merged = heapq.merge(*runs, key=position, reverse=plan.descending)
+        if after is None:
+            return merged
+        if plan.descending:
+            return (r for r in merged if position(r) < after)
+        return (r for r in merged if position(r) > after)
+
+    # -- other primitives ------------------------------------------------------------
+    def count(self, key_range: ResolvedRange, where: Expr | None) -> int:
+        """How many rows in ``key_range`` match ``where`` (keys only when nothing is filtered)."""
+        plan = plan_scan(self.spec, key_range, where, ordered=False)
+        if plan.empty:
+            return 0
+        if plan.residual is None and plan.index is None:
+            lo, hi = range_bytes(self._layout.row_prefix, self._layout.key_types, plan.key_range)
+            return sum(1 for _ in self._buffer.iterate(lo, hi, False))
+        return sum(1 for _ in self._rows(plan, None))
+
+    def split(self, n: int) -> list[Range]:
+        """About ``n`` key ranges of equal row counts, cut at quantiles of a key sample."""
+        lay = self._layout
+        lo, hi = lay.row_prefix, prefix_successor(lay.row_prefix)
+        sample: list[bytes] = []
+        step, seen = 1, 0
+        for k, _ in self._buffer.iterate(lo, hi, False):
+            if seen % step == 0:
+                sample.append(k)
+                if len(sample) >= 4096:
+                    sample = sample[::2]
+                    step *= 2
+            seen += 1
+        if n <= 1 or len(sample) < 2:
+            return [Range()]
+        return ranges_between([decode_key(lay.key_types, c, len(lay.row_prefix))[0] for c in quantile_cuts(sample, n)])
+
+    def explain(self, key_range: ResolvedRange, where: Expr | None, order_by: str | None) -> str:
+        """How :meth:`stream` would run this scan."""
+        plan = plan_scan(self.spec, key_range, where, order_by=order_by)
+        return plan.describe(self.spec)
+
+
+def _intersect_prefix(r: ResolvedRange, prefix: tuple[Any, ...]) -> ResolvedRange:
+    """The part of ``r`` whose keys start with ``prefix`` (bounds compared by prefix)."""
+    start, start_inc = prefix, True
+    if r.start is not None and r.start[: len(prefix)] == prefix and len(r.start) > len(prefix):
+        start, start_inc = r.start, r.start_inclusive
+    end, end_inc = prefix, True
+    if r.end is not None and r.end[: len(prefix)] == prefix and len(r.end) > len(prefix):
+        end, end_inc = r.end, r.end_inclusive
+    return ResolvedRange(start, start_inc, end, end_inc)

@@ -1,0 +1,47 @@
+"""The interface an ordered byte store implements to get the whole engine."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+
+
+class StoreSession(ABC):
+    """Exclusive access to an ordered byte store for one transaction."""
+
+    @abstractmethod
+    def get(self, key: bytes) -> bytes | None:
+        """The value stored under ``key``."""
+
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """The values stored under ``keys``, in order (stores may batch the lookups)."""
+        return [self.get(k) for k in keys]
+
+    @abstractmethod
+    def iterate(self, lo: bytes, hi: bytes | None, reverse: bool) -> Iterator[tuple[bytes, bytes]]:
+        """Items with ``lo <= key < hi`` (``hi`` None: no upper bound), in key order
+        or reversed."""
+
+    def values(self, lo: bytes, hi: bytes | None, reverse: bool) -> Iterator[bytes]:
+        """The values of :meth:`iterate` (stores may skip fetching the keys)."""
+        return (v for _, v in self.iterate(lo, hi, reverse))
+
+    @abstractmethod
+    def commit(self, range_deletes: list[tuple[bytes, bytes]], keys: list[bytes], values: list[bytes | None]) -> None:
+        """Atomically delete the ranges ``[lo, hi)``, then write ``values[i]`` under
+        ``keys[i]`` (None deletes); the keys are distinct and in order."""
+
+    @abstractmethod
+    def release(self) -> None:
+        """End the session (after commit or to abandon it)."""
+
+
+class OrderedStore(ABC):
+    """A sorted byte-string map that hands out exclusive sessions."""
+
+    @abstractmethod
+    def session(self) -> StoreSession:
+        """Wait for exclusive access (busy timeout) and start a session."""
+
+    def close(self) -> None:
+        """Release everything the store holds."""

@@ -1,0 +1,49 @@
+"""Consistency check of one table's stored rows and index entries (``admin.verify``)."""
+
+from __future__ import annotations
+
+from spi.codec import decode_key, decode_nullable, prefix_successor
+from spi.kv.transaction import KvTransaction
+
+PROBLEM_LIMIT = 100
+"""Stop after this many problems: a damaged table would otherwise report every row."""
+
+
+def verify_table(tx: KvTransaction, name: str) -> list[str]:
+    """Check every row decodes and every index entry matches its row (both ways)."""
+    problems: list[str] = []
+    lay = tx.layout(name)
+    spec = lay.spec
+    n = len(lay.row_prefix)
+    for k, raw in tx.iterate(lay.row_prefix, prefix_successor(lay.row_prefix), False):
+        try:
+            key, end = decode_key(lay.key_types, k, n)
+            if end != len(k):
+                raise ValueError("trailing bytes after the key")
+            row = lay.decode_row(raw)
+            if tuple(row.values[c] for c in spec.primary_key) != key:
+                raise ValueError("stored key columns differ from the key")
+        except Exception as exc:
+            problems.append(f"row {k[n:].hex()}: cannot decode ({exc})")
+            continue
+        for column in spec.indexes:
+            if tx.get(lay.index_key(column, row.values[column], k[n:])) is None:
+                problems.append(f"row {key!r}: index {column!r} has no entry for value {row.values[column]!r}")
+        if len(problems) >= PROBLEM_LIMIT:
+            return problems
+    for column in spec.indexes:
+        prefix = lay.index_prefix(column)
+        ftype = spec.type_of(column)
+        for k, _ in tx.iterate(prefix, prefix_successor(prefix), False):
+            try:
+                value, pos = decode_nullable(ftype, k, len(prefix))
+                stored = tx.get(lay.row_prefix + k[pos:])
+                if stored is None:
+                    problems.append(f"index {column!r}: entry for value {value!r} points to a missing row")
+                elif lay.decode_row(stored).values[column] != value:
+                    problems.append(f"index {column!r}: entry for value {value!r} does not match its row")
+            except Exception as exc:
+                problems.append(f"index {column!r}: undecodable entry {k.hex()} ({exc})")
+            if len(problems) >= PROBLEM_LIMIT:
+                return problems
+    return problems
