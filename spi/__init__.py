@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from spi import errors
+from spi.capabilities import Capability
 from spi.errors import (
     ConflictError,
     IncompatibleSchemaError,
@@ -25,7 +26,8 @@ from spi.errors import (
 )
 from spi.filters import Expr, col
 from spi.keys import Range
-from spi.provider import Admin, AutoCommitTable, ProviderBase, TransactionBase
+from spi.protocols import Admin, Provider, Table, Transaction
+from spi.provider import AutoCommitTable, ProviderBase, TransactionBase
 from spi.registry import connect, installed_providers, mask_password
 from spi.row import Page, Row
 from spi.spec import Field, TableSpec
@@ -33,16 +35,10 @@ from spi.table import TableBase
 from spi.types import FieldType
 from spi.where import parse_where
 
-Provider = ProviderBase
-"""The provider interface (see :class:`spi.provider.ProviderBase`)."""
-Transaction = TransactionBase
-"""The transaction interface (see :class:`spi.provider.TransactionBase`)."""
-Table = TableBase
-"""The table interface inside a transaction (see :class:`spi.table.TableBase`)."""
-
 __all__ = [
     "Admin",
     "AutoCommitTable",
+    "Capability",
     "ConflictError",
     "Expr",
     "Field",
@@ -53,6 +49,7 @@ __all__ = [
     "LimitExceededError",
     "Page",
     "Provider",
+    "ProviderBase",
     "ProviderUnavailableError",
     "Range",
     "Row",
@@ -60,10 +57,12 @@ __all__ = [
     "RowNotFoundError",
     "SchemaError",
     "Table",
+    "TableBase",
     "TableExistsError",
     "TableNotFoundError",
     "TableSpec",
     "Transaction",
+    "TransactionBase",
     "UrlError",
     "VersionMismatchError",
     "WhereSyntaxError",

@@ -1,7 +1,7 @@
 """Providers, transactions and the auto-commit table handle.
 
-A provider subclasses :class:`ProviderBase` and implements ``_begin`` (a new
-:class:`TransactionBase`) and an :class:`Admin`. Retrying on conflicts, the
+A provider subclasses :class:`ProviderBase` and implements ``transaction`` (a new
+:class:`TransactionBase`) and an :class:`~spi.protocols.Admin`. Retrying on conflicts, the
 auto-commit handle and context management are implemented here, once.
 """
 
@@ -12,12 +12,13 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from spi.errors import ConflictError, InvalidFieldError
 from spi.filters import Expr
 from spi.keys import KeyLike, Range
 from spi.load import run_load
+from spi.protocols import Admin, Provider
 from spi.row import Page, Row
 from spi.spec import TableSpec
 from spi.table import ColumnBatch, TableBase, merge_scans, transpose
@@ -30,31 +31,6 @@ T = TypeVar("T")
 
 AUTOCOMMIT_PAGE = 1000
 """Rows an auto-commit scan reads per transaction."""
-
-
-class Admin(Protocol):
-    """Table management (``provider.admin``)."""
-
-    def create(self, spec: TableSpec) -> None:
-        """Create a table; :class:`TableExistsError` if it exists."""
-
-    def create_or_update(self, spec: TableSpec) -> None:
-        """Create, no-op for an equal spec, or apply a compatible change."""
-
-    def exists(self, name: str) -> bool:
-        """True if the table exists."""
-
-    def get_spec(self, name: str) -> TableSpec:
-        """The table's spec; :class:`TableNotFoundError` if missing."""
-
-    def list_tables(self) -> list[str]:
-        """Table names sorted by code point."""
-
-    def drop(self, name: str, *, missing_ok: bool = False) -> None:
-        """Drop a table and all its data."""
-
-    def verify(self, name: str) -> list[str]:
-        """Consistency problems found in a table (empty: none); needs capability "verify"."""
 
 
 class TransactionBase(ABC):
@@ -98,7 +74,7 @@ class TransactionBase(ABC):
             self._rollback()
 
 
-class ProviderBase(ABC):
+class ProviderBase(Provider, ABC):
     """What every provider offers: admin, transactions, run, auto-commit tables."""
 
     capabilities: frozenset[str] = frozenset()

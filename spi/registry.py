@@ -12,10 +12,13 @@ import functools
 import importlib
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from spi.errors import UrlError
+
+if TYPE_CHECKING:
+    from spi.protocols import Provider
 
 ENTRY_POINT_GROUP = "kvctl.providers"
 
@@ -102,7 +105,7 @@ def load_provider_class(scheme: str) -> Any:
     return getattr(module, attr)
 
 
-def connect(url: str) -> Any:
+def connect(url: str) -> Provider:
     """Open the provider for ``url``.
 
     Malformed URLs and unknown schemes raise :class:`UrlError` at once; an
@@ -110,4 +113,5 @@ def connect(url: str) -> Any:
     """
     scheme, normalized = split_scheme(url)
     cls = load_provider_class(scheme)
-    return cls.from_url(normalized)
+    provider: Provider = cls.from_url(normalized)
+    return provider

@@ -7,6 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from sortedcontainers import SortedDict
 
+from spi.capabilities import Capability
 from spi.errors import UrlError
 from spi.kv import KvProvider, OrderedStore, StoreSession
 from spi.locking import ExclusiveLock
@@ -65,7 +66,9 @@ class MemoryProvider(KvProvider):
     transaction waits for another thread's transaction to finish.
     """
 
-    capabilities = frozenset({"transactions", "secondary_indexes", "verify", "threads"})
+    capabilities: frozenset[str] = frozenset(
+        {Capability.TRANSACTIONS, Capability.SECONDARY_INDEXES, Capability.VERIFY, Capability.THREADS}
+    )
 
     @classmethod
     def from_url(cls, url: str) -> MemoryProvider:

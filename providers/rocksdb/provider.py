@@ -10,6 +10,7 @@ from typing import Any
 
 from providers.rocksdb.handle import PathHandle, driver_error, handle_for
 from providers.rocksdb.url import RocksUrl, parse_url
+from spi.capabilities import Capability
 from spi.errors import KvError, ProviderUnavailableError
 from spi.kv import KvProvider, OrderedStore, StoreSession
 
@@ -157,7 +158,16 @@ class RocksDBProvider(KvProvider):
     commits survive a killed process, the last ones may be lost on power loss).
     """
 
-    capabilities = frozenset({"transactions", "secondary_indexes", "verify", "threads", "multi_process", "durable"})
+    capabilities: frozenset[str] = frozenset(
+        {
+            Capability.TRANSACTIONS,
+            Capability.SECONDARY_INDEXES,
+            Capability.VERIFY,
+            Capability.THREADS,
+            Capability.PROCESSES,
+            Capability.DURABLE,
+        }
+    )
 
     @classmethod
     def from_url(cls, url: str) -> RocksDBProvider:

@@ -1,0 +1,33 @@
+"""What a provider can do beyond the core contract, declared in ``provider.capabilities``.
+
+Every provider implements every operation of the contract; a capability names a
+guarantee or an extra that not every store can give. The conformance kit
+(:mod:`spi.testing`) runs a group of tests only on providers that declare what the
+group needs, and reports the group as not applicable on the others.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Capability(StrEnum):
+    """One capability; a ``str``, so ``"verify" in p.capabilities`` works too."""
+
+    TRANSACTIONS = "transactions"
+    """``p.transaction()`` and ``p.run`` give serializable multi-operation transactions."""
+    SECONDARY_INDEXES = "secondary_indexes"
+    """Specs may declare indexes, and scans on them read the index."""
+    VERIFY = "verify"
+    """``p.admin.verify(name)`` checks a table's rows against its index entries."""
+    THREADS = "threads"
+    """One provider object may be used from several threads at once."""
+    PROCESSES = "processes"
+    """Several processes may open the same store (same URL) and use it at once."""
+    DURABLE = "durable"
+    """Committed data survives closing the provider and opening the URL again."""
+    SQL = "sql"
+    """The rows are ordinary SQL tables that other SQL tools can read."""
+
+
+__all__ = ["Capability"]

@@ -1,0 +1,225 @@
+"""The interfaces front ends program against: :class:`Provider`, :class:`Transaction`,
+:class:`Table` and :class:`Admin`.
+
+``spi.connect`` returns a :class:`Provider`. Providers usually build on
+:class:`spi.provider.ProviderBase`, which declares that it implements
+:class:`Provider` so that mypy checks the whole chain (its transactions, their
+tables and the auto-commit tables) against these protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from spi.filters import Expr
+    from spi.keys import KeyLike, Range
+    from spi.row import Page, Row
+    from spi.spec import TableSpec
+    from spi.table import ColumnBatch
+
+T = TypeVar("T")
+
+
+class Admin(Protocol):
+    """Table management (``provider.admin``)."""
+
+    def create(self, spec: TableSpec) -> None:
+        """Create a table; :class:`TableExistsError` if it exists."""
+
+    def create_or_update(self, spec: TableSpec) -> None:
+        """Create, no-op for an equal spec, or apply a compatible change."""
+
+    def exists(self, name: str) -> bool:
+        """True if the table exists."""
+
+    def get_spec(self, name: str) -> TableSpec:
+        """The table's spec; :class:`TableNotFoundError` if missing."""
+
+    def list_tables(self) -> list[str]:
+        """Table names sorted by code point."""
+
+    def drop(self, name: str, *, missing_ok: bool = False) -> None:
+        """Drop a table and all its data."""
+
+    def verify(self, name: str) -> list[str]:
+        """Consistency problems found in a table (empty: none); needs capability ``verify``."""
+
+
+@runtime_checkable
+class Table(Protocol):
+    """The operations on one table (SPI.md, "Operations on a table"): inside a
+    transaction (``tx.table(name)``) or auto-commit (``provider.table(name)``)."""
+
+    @property
+    def name(self) -> str:
+        """The table's name."""
+
+    @property
+    def spec(self) -> TableSpec:
+        """The table's spec."""
+
+    def upsert(self, row: Mapping[str, Any]) -> int:
+        """Insert, or merge the given columns into the existing row; the new version."""
+
+    def insert(self, row: Mapping[str, Any]) -> int:
+        """Insert a new row; :class:`RowExistsError` if the key exists."""
+
+    def replace(self, row: Mapping[str, Any], *, version: int | None = None) -> int:
+        """Overwrite the whole row (unset columns become null), optionally conditionally."""
+
+    def update(
+        self,
+        key: KeyLike,
+        changes: Mapping[str, Any],
+        *,
+        default: Mapping[str, Any] | None = None,
+        version: int | None = None,
+    ) -> int:
+        """Partial update of an existing row (created from ``default`` if missing)."""
+
+    def delete(self, key: KeyLike, *, version: int | None = None) -> bool:
+        """Delete a row; True if one was deleted."""
+
+    def increment(self, key: KeyLike, column: str, amount: int | float = 1) -> int | float:
+        """Add ``amount`` to a numeric column (a missing row starts at 0); the new value."""
+
+    def compare_and_swap(self, key: KeyLike, column: str, expected: Any, new: Any) -> bool:
+        """Set ``column`` to ``new`` if it holds ``expected`` (None: missing row or null)."""
+
+    def update_range(self, range: Range | None = None, *, where: Expr | None = None, changes: Mapping[str, Any]) -> int:
+        """Apply ``changes`` to every matching row; how many changed."""
+
+    def delete_range(self, range: Range | None = None, *, where: Expr | None = None) -> int:
+        """Delete every matching row; how many were deleted."""
+
+    def load(
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        *,
+        mode: str = "upsert",
+        batch_size: int = 10_000,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Bulk load, each batch atomic; how many rows were written."""
+
+    def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:
+        """The row with this full key, or None."""
+
+    def read_many(self, keys: Iterable[KeyLike], *, columns: Iterable[str] | None = None) -> list[Row | None]:
+        """The rows with these keys, in the order of ``keys``."""
+
+    def scan(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        columns: Iterable[str] | None = None,
+    ) -> Iterator[Row]:
+        """Stream the matching rows in bounded memory."""
+
+    def scan_page(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int,
+        after: str | None = None,
+        columns: Iterable[str] | None = None,
+    ) -> Page:
+        """One page of a scan and the token that resumes it."""
+
+    def scan_batches(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        batch_size: int = 10_000,
+    ) -> Iterator[ColumnBatch]:
+        """The matching rows in key order as column batches."""
+
+    def scan_arrow(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        batch_size: int = 10_000,
+    ) -> Iterator[pa.RecordBatch]:
+        """The matching rows in key order as Arrow record batches."""
+
+    def multi_scan(
+        self,
+        ranges: Sequence[Range],
+        *,
+        where: Expr | None = None,
+        limit: int | None = None,
+        columns: Iterable[str] | None = None,
+    ) -> Iterator[Row]:
+        """The union of several ranges, each row once, in key order."""
+
+    def count(self, range: Range | None = None, *, where: Expr | None = None) -> int:
+        """How many rows match."""
+
+    def split(self, n: int) -> list[Range]:
+        """About ``n`` disjoint ranges of similar row counts covering the table."""
+
+    def explain(self, range: Range | None = None, *, where: Expr | None = None, order_by: str | None = None) -> str:
+        """How the provider runs such a scan."""
+
+
+@runtime_checkable
+class Transaction(Protocol):
+    """A serializable transaction: a context manager that commits on a clean exit."""
+
+    def table(self, name: str) -> Table:
+        """The table ``name`` as this transaction sees it."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """An open store (``spi.connect(url)``): admin, transactions, auto-commit tables."""
+
+    url: str
+    """The URL with any password masked as ``***``."""
+    capabilities: frozenset[str]
+    """What the provider supports beyond the core contract (:class:`spi.capabilities.Capability`)."""
+
+    @property
+    def admin(self) -> Admin:
+        """Table management."""
+
+    def transaction(self) -> Transaction:
+        """A new serializable transaction (use it as a context manager)."""
+
+    def run(self, fn: Callable[[Transaction], T], retries: int = 10) -> T:
+        """Run ``fn(tx)`` in a transaction, retrying it on :class:`ConflictError`."""
+
+    def table(self, name: str) -> Table:
+        """An auto-commit handle: each call is its own transaction."""
+
+    def close(self) -> None:
+        """Release connections and files; the provider is unusable afterwards."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+__all__ = ["Admin", "Provider", "Table", "Transaction"]
