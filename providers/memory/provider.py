@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from sortedcontainers import SortedDict
 
@@ -11,6 +11,7 @@ from spi.capabilities import Capability
 from spi.errors import UrlError
 from spi.kv import KvProvider, OrderedStore, StoreSession
 from spi.locking import ExclusiveLock
+from spi.urloptions import UrlOptions
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 
@@ -76,19 +77,7 @@ class MemoryProvider(KvProvider):
         parts = urlsplit(url)
         if parts.netloc or parts.path not in ("", "/"):
             raise UrlError(f"memory URLs take no host or path: use memory://, not {url!r}")
-        try:
-            options = parse_qs(parts.query, strict_parsing=bool(parts.query), keep_blank_values=True)
-        except ValueError:
-            raise UrlError(f"malformed query in {url!r}") from None
-        unknown = set(options) - {"busy_timeout"}
-        if unknown:
-            raise UrlError(f"unknown memory:// option(s): {', '.join(sorted(unknown))} (known: busy_timeout)")
-        timeout = DEFAULT_BUSY_TIMEOUT
-        if "busy_timeout" in options:
-            try:
-                timeout = float(options["busy_timeout"][-1])
-            except ValueError:
-                raise UrlError(
-                    f"busy_timeout must be a number of seconds, got {options['busy_timeout'][-1]!r}"
-                ) from None
+        options = UrlOptions(parts.query, "memory://")
+        timeout = options.seconds("busy_timeout", DEFAULT_BUSY_TIMEOUT)
+        options.finish()
         return cls(url, MemoryStore(timeout))

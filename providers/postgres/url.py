@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from spi.errors import UrlError
 from spi.registry import mask_password
+from spi.urloptions import UrlOptions
 
 DEFAULT_SCHEMA = "kvctl"
 CONNECT_TIMEOUT = 4
@@ -59,19 +61,10 @@ def parse_url(url: str) -> PgSettings:
         ) from None
     if not parsed.database:
         raise UrlError(f"PostgreSQL URL {masked!r} names no database: add /DBNAME after the host")
-    query: dict[str, Any] = {}
-    for k, v in parsed.query.items():
-        if isinstance(v, tuple):
-            v = v[-1]
-        query[k] = v
-    schema = validate_schema(query.pop("schema", DEFAULT_SCHEMA))
-    pool = dict(_POOL_OPTIONS)
-    for option in _POOL_OPTIONS:
-        if option in query:
-            value = query.pop(option)
-            if not str(value).isdigit():
-                raise UrlError(f"{option} must be a non-negative integer, got {value!r}")
-            pool[option] = int(value)
+    options = UrlOptions(urlsplit(url).query, "PostgreSQL")
+    schema = validate_schema(options.text("schema", DEFAULT_SCHEMA))
+    pool = {option: options.count(option, default) for option, default in _POOL_OPTIONS.items()}
+    query = options.rest()
     libpq: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT, "application_name": "kvctl", **query}
-    options = f"{libpq.get('options', '')} -c timezone=UTC -c default_transaction_isolation=serializable".strip()
-    return PgSettings(parsed.set(query={}), schema, masked, pool, {**libpq, "options": options}, libpq)
+    session = f"{libpq.get('options', '')} -c timezone=UTC -c default_transaction_isolation=serializable".strip()
+    return PgSettings(parsed.set(query={}), schema, masked, pool, {**libpq, "options": session}, libpq)

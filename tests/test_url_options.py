@@ -1,0 +1,57 @@
+"""URL options: one parser for every provider, so the same mistakes give the same
+one-line UrlError everywhere and nothing is opened or created."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import spi
+from spi.urloptions import UrlOptions
+
+_BASES = {"memory": "memory://", "rocksdb": "rocksdb://{tmp}/db", "postgres": "postgresql+psycopg://kv@127.0.0.1:9/kv"}
+_BAD = [
+    ("busy_timeout=-5", "busy_timeout must be a non-negative number of seconds, got '-5'"),
+    ("busy_timeout=nan", "busy_timeout must be a non-negative number of seconds, got 'nan'"),
+    ("busy_timeout=", "busy_timeout must be a non-negative number of seconds, got ''"),
+    ("nope=1", "unknown"),
+    ("a&b", "malformed"),
+]
+
+
+@pytest.mark.parametrize(
+    ("provider", "query", "message"),
+    [("memory", q, m) for q, m in _BAD]
+    + [("rocksdb", q, m) for q, m in _BAD]
+    # PostgreSQL hands options it does not know to libpq, so only its own are checked here.
+    + [("postgres", "a&b", "malformed"), ("postgres", "schema=1x", "schema name '1x' is invalid")],
+)
+def test_bad_options_are_url_errors(provider: str, query: str, message: str, tmp_path: Path) -> None:
+    with pytest.raises(spi.UrlError) as info:
+        spi.connect(_BASES[provider].format(tmp=tmp_path) + "?" + query)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "db").exists()
+
+
+def test_unknown_option_names_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(spi.UrlError, match=r"unknown rocksdb URL option\(s\): bogus \(known: busy_timeout, sync\)"):
+        spi.connect(f"rocksdb://{tmp_path}/db?bogus=1&sync=on")
+
+
+@pytest.mark.parametrize("pool", ["pool_size=-1", "pool_size=x", "max_overflow=1.5", "pool_size=٣"])
+def test_postgres_pool_options_are_counts(pool: str) -> None:
+    with pytest.raises(spi.UrlError, match="must be a non-negative integer"):
+        spi.connect(f"postgresql+psycopg://kv@127.0.0.1:9/kv?{pool}")
+
+
+def test_getters_read_each_kind() -> None:
+    options = UrlOptions("busy_timeout=2.5&sync=OFF&n=7&name=x&name=y&extra=1", "test")
+    assert options.seconds("busy_timeout", 1.0) == 2.5
+    assert options.flag("sync", True) is False
+    assert options.count("n", 0) == 7
+    assert options.text("name", "") == "y"  # the last of a repeated option wins
+    assert options.seconds("absent", 3.0) == 3.0
+    assert options.rest() == {"extra": "1"}
+    options.finish()  # nothing left: rest() took it
