@@ -1,31 +1,19 @@
 """Shared test infrastructure.
 
-``need(what, ok, why)`` skips a test whose real part (PostgreSQL, Spark...) is
-missing, or fails it when ``KVCTL_REQUIRE_ALL=1`` (as CI sets): a skipped test in
-CI would hide a broken install.
+``need(what, ok, why)`` (from :mod:`spi.testing.requirements`, re-exported here for
+the test modules) skips a test whose real part (PostgreSQL, Spark...) is missing, or
+fails it when ``KVCTL_REQUIRE_ALL=1`` (as CI sets): a skipped test in CI would hide a
+broken install.
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-REQUIRE_ALL = os.environ.get("KVCTL_REQUIRE_ALL") == "1"
-
-
-def need(what: str, ok: bool, why: str = "") -> None:
-    """Skip (or, with KVCTL_REQUIRE_ALL=1, fail) unless ``ok``."""
-    if ok:
-        return
-    message = f"{what} is not available" + (f": {why}" if why else "")
-    if REQUIRE_ALL:
-        pytest.fail(message + " (KVCTL_REQUIRE_ALL=1 turns this skip into a failure)")
-    pytest.skip(message)
-
-
 # PostgreSQL test server fixtures (tests/pg_server.py): pg_server, pg_factory.
-from pg_server import pg_factory, pg_server  # noqa: E402, F401
+from pg_server import pg_factory, pg_server  # noqa: F401
+
+from spi.testing.requirements import need  # noqa: F401
 
 
 @pytest.fixture(scope="session")

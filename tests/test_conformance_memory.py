@@ -9,6 +9,7 @@ import pytest
 
 import spi
 from spi.testing import ConformanceTests, DifferentialTests
+from spi.testing.fixtures import ORDERS
 
 
 class TestMemoryConformance(ConformanceTests):
@@ -21,3 +22,10 @@ class TestMemoryDifferential(DifferentialTests):
     @pytest.fixture
     def provider_factory(self) -> Callable[[], Any]:
         return lambda: spi.connect("memory://")
+
+
+def test_fresh_memory_stores_are_private() -> None:
+    with spi.connect("memory://") as p:
+        p.admin.create(ORDERS)
+        with spi.connect("memory://") as other:
+            assert other.admin.list_tables() == []

@@ -12,12 +12,20 @@ A provider's tests subclass the suites and supply one fixture,
         def provider_factory(self, tmp_path):
             return lambda: spi.connect(f"mystore://{tmp_path}/{uuid4()}")
 
+The suite is split by area (:mod:`spi.testing.conformance`: admin, writes, limits,
+values, reads, filters, indexes, paging, loads, transactions, threads, processes,
+durability, verify); a group that needs a capability (:class:`spi.Capability`) runs
+only on providers that declare it and is reported as skipped, "not applicable", on
+the others. The process and durability groups reopen the store from the
+``provider_url`` fixture (default: ``provider.url``; override it when that URL
+masks a password).
+
 ``DifferentialTests`` also needs ``reference_factory`` (usually ``memory://``) and
 runs the same random operation sequences on both, comparing every result and
 every error class.
 """
 
+from spi.testing.conformance import ConformanceTests
 from spi.testing.differential import DifferentialTests
-from spi.testing.suite import ConformanceTests
 
 __all__ = ["ConformanceTests", "DifferentialTests"]

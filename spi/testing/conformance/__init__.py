@@ -1,0 +1,61 @@
+"""The conformance suite: every operation, option and error of SPI.md, one module per
+area, each a mixin class a provider may also run alone (with :class:`ConformanceBase`).
+
+Groups that need more than the core contract are gated by capability
+(:mod:`spi.testing.requirements`): threads, processes, durability, verify.
+"""
+
+from spi.testing.conformance.admin import AdminTests
+from spi.testing.conformance.base import ConformanceBase
+from spi.testing.conformance.filters import FilterTests
+from spi.testing.conformance.indexes import IndexTests
+from spi.testing.conformance.limits import LimitTests
+from spi.testing.conformance.loads import LoadTests
+from spi.testing.conformance.paging import PagingTests
+from spi.testing.conformance.processes import DurabilityTests, ProcessTests
+from spi.testing.conformance.reads import ReadTests
+from spi.testing.conformance.threads import ThreadTests
+from spi.testing.conformance.transactions import TransactionTests
+from spi.testing.conformance.values import ValueTests
+from spi.testing.conformance.verify import VerifyTests
+from spi.testing.conformance.writes import WriteTests
+
+
+class ConformanceTests(
+    AdminTests,
+    WriteTests,
+    LimitTests,
+    ValueTests,
+    ReadTests,
+    FilterTests,
+    IndexTests,
+    PagingTests,
+    LoadTests,
+    TransactionTests,
+    ThreadTests,
+    ProcessTests,
+    DurabilityTests,
+    VerifyTests,
+    ConformanceBase,
+):
+    """Every group; subclass it and define the ``provider_factory`` fixture."""
+
+
+__all__ = [
+    "AdminTests",
+    "ConformanceBase",
+    "ConformanceTests",
+    "DurabilityTests",
+    "FilterTests",
+    "IndexTests",
+    "LimitTests",
+    "LoadTests",
+    "PagingTests",
+    "ProcessTests",
+    "ReadTests",
+    "ThreadTests",
+    "TransactionTests",
+    "ValueTests",
+    "VerifyTests",
+    "WriteTests",
+]
