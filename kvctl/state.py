@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from kvctl import config
 from kvctl.output import OutputFormat
+
+if TYPE_CHECKING:
+    import spi
 
 
 @dataclass
@@ -23,7 +26,7 @@ class State:
     output: OutputFormat | None = None
     debug: bool = False
     _settings: config.Settings | None = field(default=None, repr=False)
-    _provider: Any = field(default=None, repr=False)
+    _provider: spi.Provider | None = field(default=None, repr=False)
 
     def settings(self) -> config.Settings:
         """The resolved provider settings (resolved once)."""
@@ -31,7 +34,7 @@ class State:
             self._settings = config.resolve(url=self.url, profile=self.profile, config=self.config_file)
         return self._settings
 
-    def provider(self) -> Any:
+    def provider(self) -> spi.Provider:
         """The connected provider (connected once, closed when the command ends)."""
         if self._provider is None:
             import spi
