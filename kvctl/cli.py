@@ -11,25 +11,24 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
-from typer import Abort, Exit
-from typer._click.exceptions import ClickException, NoArgsIsHelpError
-from typer.core import TyperGroup
+from typer import Abort, Exit, TyperException
 
 from kvctl import __version__
 from kvctl.commands import register_all
 from kvctl.errors import INTERRUPTED, report
+from kvctl.groups import HelpGroup
 from kvctl.output import OutputFormat
 from kvctl.state import State, get_state
 
 
-class KvctlGroup(TyperGroup):
+class KvctlGroup(HelpGroup):
     """The root command: maps exceptions to ``error:`` lines and exit codes."""
 
     def invoke(self, ctx: Any) -> Any:
         """Run the command; report errors as one line unless ``--debug``."""
         try:
             return super().invoke(ctx)
-        except (Exit, Abort, ClickException):
+        except (Exit, Abort, TyperException):
             raise
         except BrokenPipeError:
             _silence_stdout()
@@ -56,10 +55,7 @@ class KvctlGroup(TyperGroup):
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
             code = rv if isinstance(rv, int) else 0
-        except NoArgsIsHelpError as exc:
-            exc.show()
-            code = exc.exit_code
-        except ClickException as exc:
+        except TyperException as exc:  # click's usage errors and the like
             where: Any = getattr(exc, "ctx", None)
             hint = f" (see '{where.command_path} --help')" if where is not None else ""
             print(f"error: {exc.format_message()}{hint}", file=sys.stderr)

@@ -10,20 +10,11 @@ import sys
 
 from spi import errors as spi_errors
 
-OK = 0
 NOT_DONE = 1
 USAGE = 2
 UNAVAILABLE = 3
 INTERRUPTED = 130
 
-_NOT_DONE_ERRORS = (
-    spi_errors.TableNotFoundError,
-    spi_errors.RowNotFoundError,
-    spi_errors.RowExistsError,
-    spi_errors.TableExistsError,
-    spi_errors.VersionMismatchError,
-    spi_errors.ConflictError,
-)
 _USAGE_ERRORS = (
     spi_errors.SchemaError,
     spi_errors.IncompatibleSchemaError,
@@ -50,7 +41,8 @@ class NotDone(CliError):
 
 
 def exit_code_for(exc: BaseException) -> int:
-    """The exit code of an exception (1 for anything unexpected)."""
+    """The exit code of an exception: 1 (not done) for the SPI's not-found, exists, version
+    and conflict errors, and for anything unexpected."""
     if isinstance(exc, CliError):
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
@@ -59,8 +51,6 @@ def exit_code_for(exc: BaseException) -> int:
         return UNAVAILABLE
     if isinstance(exc, _USAGE_ERRORS):
         return USAGE
-    if isinstance(exc, _NOT_DONE_ERRORS):
-        return NOT_DONE
     return NOT_DONE
 
 

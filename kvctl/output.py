@@ -1,9 +1,9 @@
 """Printing results: rows as a rich table (terminals), json, ndjson, csv or tsv.
 
-Values follow CLI.md: bytes as base64, timestamps as ISO 8601 with offset, null as
-JSON null (an empty field in csv/tsv). The human table shows values the way they
-are typed on the command line (``b64:`` bytes, ``null``). rich is imported only to
-draw a table, and honours ``NO_COLOR`` itself.
+Values are rendered by :mod:`kvctl.render` (CLI.md: bytes as base64, timestamps as
+ISO 8601 with offset, null as JSON null or an empty csv/tsv field; the human table
+shows values as typed on the command line). rich is imported only to draw a table,
+and honours ``NO_COLOR`` itself.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, TextIO
 
-from spi.textvalues import to_json_value
+from kvctl.render import bare, field, json_row, word
 
 TABLE_CHUNK = 1000
 """Rows per drawn table: a long ``--all`` scan is drawn in chunks, in bounded memory."""
@@ -31,40 +31,9 @@ class OutputFormat(StrEnum):
     tsv = "tsv"
 
 
-def jsonable(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A row with every value in its JSON form."""
-    return {column: to_json_value(value) for column, value in row.items()}
-
-
 def dumps(obj: Any) -> str:
     """Compact JSON on one line, non-ASCII kept as is."""
     return json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))
-
-
-def text_cell(value: Any) -> str:
-    """A value as a csv/tsv field: null is empty, booleans true/false, bytes base64."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    value = to_json_value(value)
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def human_cell(value: Any) -> str:
-    """A value as typed on the command line (``null``, ``b64:...``, ISO timestamps)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bytes):
-        return "b64:" + str(to_json_value(value))
-    return text_cell(value)
-
-
-def bare(value: Any) -> str:
-    """A single value as printed by put/update/delete/incr/count/cas."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return text_cell(value) if value is not None else "null"
 
 
 def print_value(value: Any, out: TextIO | None = None) -> None:
@@ -102,11 +71,11 @@ class RowPrinter:
         """Print (or buffer, for a table) one row."""
         fmt = self.fmt
         if fmt is OutputFormat.ndjson or (fmt is OutputFormat.json and self.single):
-            print(dumps(jsonable(row)), file=self.out)
+            print(dumps(json_row(row)), file=self.out)
         elif fmt is OutputFormat.json:
-            self.out.write(("[\n" if self.count == 0 else ",\n") + dumps(jsonable(row)))
+            self.out.write(("[\n" if self.count == 0 else ",\n") + dumps(json_row(row)))
         elif self._csv is not None:
-            self._csv.writerow([text_cell(row.get(c)) for c in self.columns])
+            self._csv.writerow([field(row.get(c)) for c in self.columns])
         else:
             self._pending.append(row)
             if len(self._pending) >= TABLE_CHUNK:
@@ -122,7 +91,7 @@ class RowPrinter:
         self.out.flush()
 
     def _draw(self) -> None:
-        draw_table(self.columns, ([human_cell(r.get(c)) for c in self.columns] for r in self._pending), self.out)
+        draw_table(self.columns, ([word(r.get(c)) for c in self.columns] for r in self._pending), self.out)
         self._pending.clear()
 
 

@@ -7,7 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_support import ORDERS_FIELDS, PROVIDER_KINDS, Kvctl, Result, assert_one_error, provider_url
+from cli_support import (
+    ORDERS_FIELDS,
+    PROVIDER_KINDS,
+    Kvctl,
+    Result,
+    assert_one_error,
+    provider_url,
+    run_process,
+)
 from typer.testing import CliRunner
 
 from kvctl.cli import app
@@ -99,10 +107,20 @@ def test_bad_input_exits_2_with_one_error_line_and_writes_nothing(kv: Kvctl) -> 
 
 
 def test_debug_shows_the_traceback(tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    kv = Kvctl(provider_url("rocksdb", tmp_path, request))
-    res = CliRunner().invoke(app, ["--url", kv.url, "--debug", "get", "nope", "id=1"])
-    assert res.exit_code != 0 and res.exception is not None  # re-raised, not reported
-    assert type(res.exception).__name__ == "TableNotFoundError"
+    url = provider_url("rocksdb", tmp_path, request)
+    assert run_process("--url", url, "table", "create", "t", "--field", "k:string", "--pk", "k").code == 0
+    plain = run_process("--url", url, "get", "nope", "k=1")
+    assert_one_error(plain, 1)
+    debug = run_process("--url", url, "--debug", "get", "nope", "k=1")
+    assert debug.code != 0 and "Traceback" in debug.err and "TableNotFoundError" in debug.err
+
+
+def test_no_arguments_show_the_help(tmp_path: Path) -> None:
+    runner = CliRunner()
+    for args, expected in (([], "table"), (["table"], "describe"), (["config"], "show")):
+        res = Result.of(runner.invoke(app, args, env={"COLUMNS": "100"}))
+        assert res.code == 2 and "Usage: " in res.out and expected in res.out, (args, res)
+        assert "error" not in res.out + res.err
 
 
 def test_not_done_exits_1(kv: Kvctl) -> None:

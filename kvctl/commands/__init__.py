@@ -3,7 +3,8 @@
 To add commands (e.g. the Spark export/import), write a module with a
 ``register(app: typer.Typer) -> None`` function and list it here. Keep heavy
 imports (pyspark...) inside the command functions: every module listed here is
-imported on each kvctl start.
+imported on each kvctl start. A group of subcommands (``kvctl NAME SUB``) is made
+with :func:`kvctl.groups.sub_app`.
 """
 
 from __future__ import annotations

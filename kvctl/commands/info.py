@@ -7,10 +7,11 @@ from typing import Any
 import typer
 
 from kvctl import options
+from kvctl.groups import sub_app
 from kvctl.output import print_rows
 from kvctl.state import get_state
 
-config_app = typer.Typer(help="Show the resolved configuration.", no_args_is_help=True)
+config_app = sub_app("Show the resolved configuration.")
 
 
 def providers(ctx: typer.Context, output: options.Output = None) -> None:

@@ -34,7 +34,7 @@ def migrate(
                     "version": s.version,
                     "description": s.description,
                     "state": s.state + (" (file modified since)" if s.modified else ""),
-                    "applied_at": None if s.applied_at is None else s.applied_at.isoformat(),
+                    "applied_at": s.applied_at,
                 }
                 for s in migration_status(state.provider(), found)
             ]

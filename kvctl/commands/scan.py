@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
-from kvctl import options
+from kvctl import options, paging
 from kvctl.common import open_table, parse_columns, parse_where
 from kvctl.completion import complete_column
 from kvctl.errors import CliError
 from kvctl.keys import build_range
 from kvctl.output import RowPrinter, print_value
 from kvctl.state import get_state
-
-DEFAULT_LIMIT = 1000
-PAGE = 1000
-"""Rows fetched per request: output streams whatever --limit says."""
 
 
 def scan(
@@ -36,7 +30,9 @@ def scan(
     desc: Annotated[bool, typer.Option("--desc", help="Reverse the whole order.")] = False,
     columns: options.Columns = None,
     keys_only: Annotated[bool, typer.Option("--keys-only", help="Print only the key columns.")] = False,
-    limit: Annotated[int | None, typer.Option("--limit", help=f"At most N rows (default {DEFAULT_LIMIT}).")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help=f"At most N rows (default {paging.DEFAULT_LIMIT}).")
+    ] = None,
     all_rows: Annotated[bool, typer.Option("--all", help="Stream every row (no limit).")] = False,
     after: Annotated[str | None, typer.Option("--after", help="Continue after this token (printed on stderr).")] = None,
     versions: Annotated[bool, typer.Option("--versions", help="Add each row's _version.")] = False,
@@ -49,10 +45,7 @@ def scan(
     When more rows may remain, stderr says how many were shown and the --after TOKEN
     that continues the scan (a following page may be empty).
     """
-    if limit is not None and all_rows:
-        raise CliError("--limit and --all cannot be used together")
-    if limit is not None and limit < 0:
-        raise CliError(f"--limit must be zero or more, got {limit}")
+    wanted = paging.wanted_rows(limit, all_rows)
     if keys_only and columns is not None:
         raise CliError("--keys-only and --columns cannot be used together")
     if explain and count:
@@ -67,43 +60,14 @@ def scan(
     if count:
         print_value(handle.count(rng, where=expr))
         return
-    wanted = None if all_rows else (limit if limit is not None else DEFAULT_LIMIT)
     query: dict[str, Any] = {"where": expr, "order_by": order_by, "descending": desc, "columns": cols}
-    # The first page is read before anything is printed: a bad token or column fails cleanly.
-    first = handle.scan_page(rng, limit=_chunk(wanted), after=after, **query)
+    pages = paging.Pages(lambda n, token: handle.scan_page(rng, limit=n, after=token, **query), wanted, after)
     shown = [c for c in spec.columns if cols is None or c in cols or spec.is_key(c)]
     printer = RowPrinter(get_state(ctx).output_format(output), [*shown, "_version"] if versions else shown)
-
-    def emit(row: Any) -> None:
+    for row in pages.rows():
         printer.add({**row.to_dict(), "_version": row.version} if versions else row)
-
-    token = _stream(handle, rng, query, first, wanted, emit)
     printer.close()
-    if token is not None:
-        n = printer.count
-        print(f"{n} row{'s' if n != 1 else ''} shown; more may remain: continue with --after {token}", file=sys.stderr)
-
-
-def _chunk(wanted: int | None) -> int:
-    return PAGE if wanted is None else min(wanted, PAGE)
-
-
-def _stream(
-    handle: Any, rng: Any, query: dict[str, Any], page: Any, wanted: int | None, emit: Callable[[Any], None]
-) -> str | None:
-    """Emit the rows of ``page`` and the pages after it, up to ``wanted`` rows (None: all).
-
-    Returns the token that resumes after the last row emitted, or None when the scan is done.
-    """
-    left = wanted
-    while True:
-        for row in page.rows:
-            emit(row)
-        if left is not None:
-            left -= len(page.rows)
-        if page.next_token is None or left == 0:
-            return page.next_token  # type: ignore[no-any-return]
-        page = handle.scan_page(rng, limit=_chunk(left), after=page.next_token, **query)
+    paging.continue_hint(printer.count, pages.token)
 
 
 def count(

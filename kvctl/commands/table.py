@@ -10,10 +10,11 @@ import typer
 from kvctl import options, specs
 from kvctl.completion import complete_column
 from kvctl.errors import CliError, NotDone
+from kvctl.groups import sub_app
 from kvctl.output import OutputFormat, print_document, print_rows
 from kvctl.state import get_state
 
-app = typer.Typer(help="Create, inspect, change and drop tables.", no_args_is_help=True)
+app = sub_app("Create, inspect, change and drop tables.")
 
 SpecFile = Annotated[str | None, typer.Option("--spec", help="A spec file (JSON, or TOML by .toml suffix).")]
 

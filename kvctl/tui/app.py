@@ -15,7 +15,8 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static
 
 import spi
-from kvctl.tui.browser import PageView, TableBrowser, cell_text
+from kvctl.render import word
+from kvctl.tui.browser import PageView, TableBrowser
 from kvctl.tui.screens import ConfirmScreen, EditRowScreen
 
 
@@ -130,7 +131,7 @@ class DashboardApp(App[None]):
         table.clear(columns=True)
         table.add_columns(*view.columns)
         for i, row in enumerate(view.rows):
-            table.add_row(*(cell_text(row[c]) for c in view.columns), key=str(i))
+            table.add_row(*(word(row[c]) for c in view.columns), key=str(i))
         assert self.browser is not None
         more = "more: n" if view.has_next else "last page"
         where = f" where {self.browser.where_text}" if self.browser.where_text else ""
@@ -216,7 +217,7 @@ class DashboardApp(App[None]):
         row = self.selected_row()
         if row is None or self.browser is None:
             return
-        key = ", ".join(f"{k}={cell_text(v)}" for k, v in self.browser.key_of(row).items())
+        key = ", ".join(f"{k}={word(v)}" for k, v in self.browser.key_of(row).items())
 
         def done(yes: bool | None) -> None:
             if yes:

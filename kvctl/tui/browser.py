@@ -6,12 +6,11 @@ idle (a RocksDB path stays usable by other processes).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import spi
-from spi.textvalues import parse_word, to_json_value
+from spi.textvalues import parse_word
 
 PAGE_SIZE = 100
 
@@ -97,20 +96,4 @@ class TableBrowser:
         return bool(self.provider.table(self.name).delete(self.key_of(row), version=row.version))
 
 
-def cell_text(value: Any) -> str:
-    """A value as the dashboard shows and edits it (the CLI's word syntax)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bytes):
-        return "b64:" + str(to_json_value(value))
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(to_json_value(value))
-
-
-def row_json(spec: spi.TableSpec, row: spi.Row) -> str:
-    """A row as pretty JSON (the CLI's JSON form), for the detail pane."""
-    return json.dumps({c: to_json_value(row[c]) for c in spec.columns}, ensure_ascii=False, indent=2)
-
-
-__all__ = ["PAGE_SIZE", "PageView", "TableBrowser", "cell_text", "row_json"]
+__all__ = ["PAGE_SIZE", "PageView", "TableBrowser"]

@@ -8,7 +8,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
 import spi
-from kvctl.tui.browser import cell_text
+from kvctl.render import word
 
 
 class EditRowScreen(ModalScreen[dict[str, str] | None]):
@@ -28,7 +28,7 @@ class EditRowScreen(ModalScreen[dict[str, str] | None]):
             yield Label(title, id="editor-title")
             for f in self._spec.fields:
                 is_key = self._spec.is_key(f.name)
-                value = "" if self._row is None else cell_text(self._row[f.name])
+                value = "" if self._row is None else word(self._row[f.name])
                 with Horizontal(classes="field"):
                     yield Label(f"{f.name} ({f.type}{', key' if is_key else ''})", classes="field-label")
                     yield Input(
@@ -49,7 +49,7 @@ class EditRowScreen(ModalScreen[dict[str, str] | None]):
         edits: dict[str, str] = {}
         for f in self._spec.fields:
             text = self.query_one(f"#field-{f.name}", Input).value
-            original = None if self._row is None else cell_text(self._row[f.name])
+            original = None if self._row is None else word(self._row[f.name])
             if self._row is None:
                 if text != "" or self._spec.is_key(f.name):
                     edits[f.name] = text
