@@ -256,6 +256,20 @@ def test_export_mode_error_leaves_existing_output(spark: Any, tmp_path: Any) -> 
     assert not (out / "keep.txt").exists()
 
 
+def test_import_of_a_missing_path_changes_nothing(spark: Any, tmp_path: Any) -> None:
+    from kvctl.spark.errors import SparkJobError
+    from kvctl.spark.transfer import import_table
+
+    url = rocksdb_url(tmp_path / "db")
+    with spi.connect(url) as p:
+        p.admin.create(SPEC)
+    with pytest.raises(SparkJobError) as info:
+        import_table(spark, url, "people", str(tmp_path / "nowhere"), create_pk=["id"])
+    assert info.value.exit_code == 2 and "does not exist" in str(info.value)
+    with spi.connect(url) as p:
+        assert p.admin.list_tables() == ["people"] and p.table("people").count() == 0
+
+
 def test_import_modes(spark: Any, tmp_path: Any) -> None:
     from kvctl.spark.transfer import import_table
 

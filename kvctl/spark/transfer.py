@@ -81,13 +81,10 @@ def _check_choice(value: str, choices: tuple[str, ...], what: str) -> None:
         raise spi.InvalidFieldError(f"{what} must be one of {', '.join(choices)}, got {value!r}")
 
 
-def _path_exists(spark: SparkSession, path: str) -> bool:
-    """Whether ``path`` exists, through Hadoop's file system (local, hdfs://, s3a://...)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())  # type: ignore[union-attr]
-    return bool(fs.exists(hadoop_path))
+def _condition(exc: BaseException) -> str | None:
+    """Spark's error condition of ``exc`` (``PATH_NOT_FOUND``...), None for other errors."""
+    get = getattr(exc, "getCondition", None)
+    return get() if callable(get) else None
 
 
 class _Monitor:
@@ -174,8 +171,6 @@ def export_table(
         spec = p.admin.get_spec(table)
     if where:
         spi.parse_where(where, spec)
-    if mode == "error" and _path_exists(spark, out):
-        raise SparkJobError(f"{out} already exists; nothing was written (use --mode overwrite to replace it)", 1)
     n = partitions or spark.sparkContext.defaultParallelism
     counter = spark.sparkContext.accumulator(0)
     source = counted_source(counter)
@@ -192,8 +187,12 @@ def export_table(
         elif format == "json":
             writer = writer.option("ignoreNullFields", "false")
         with monitor:
-            writer.save(out)
+            writer.save(out)  # Spark refuses an existing path before any job runs
     except Exception as exc:
+        if _condition(exc) == "PATH_ALREADY_EXISTS":
+            raise SparkJobError(
+                f"{out} already exists; nothing was written (use --mode overwrite to replace it)", 1
+            ) from None
         raise unwrap(exc) from None
     return TransferResult(int(counter.value), out, format, monitor.tasks_total)
 
@@ -234,13 +233,16 @@ def import_table(
     check_url(url)
     _check_choice(format, FORMATS, "format")
     _check_choice(mode, IMPORT_MODES, "mode")
-    if not _path_exists(spark, path):
-        raise SparkJobError(f"{path} does not exist; nothing was imported", 2)
+    try:
+        df = _read_input(spark, path, format, typed=create_pk is not None)
+    except Exception as exc:
+        if _condition(exc) == "PATH_NOT_FOUND":
+            raise SparkJobError(f"{path} does not exist; nothing was imported", 2) from None
+        raise unwrap(exc) from None
     with spi.connect(url) as p:
         if create_pk is not None and p.admin.exists(table):
             raise spi.TableExistsError(f"table {table!r} already exists; import into it without --create")
         try:
-            df = _read_input(spark, path, format, typed=create_pk is not None)
             if create_pk is not None:
                 spec = spec_from_schema(table, df.schema, create_pk)
             else:
