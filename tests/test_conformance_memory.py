@@ -1,4 +1,4 @@
-"""The conformance suite on the in-memory provider, and memory against memory."""
+"""The conformance suite on the in-memory provider, and the differential test against the reference model."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ class TestMemoryConformance(ConformanceTests):
 
 
 class TestMemoryDifferential(DifferentialTests):
+    """200 random operation sequences, each compared with the reference model (spi.testing.reference)."""
+
     @pytest.fixture
     def provider_factory(self) -> Callable[[], Any]:
         return lambda: spi.connect("memory://")

@@ -17,6 +17,8 @@ class TestPostgresConformance(ConformanceTests):
 
 
 class TestPostgresDifferential(DifferentialTests):
+    """200 random operation sequences, each compared with the reference model (spi.testing.reference)."""
+
     @pytest.fixture
     def provider_factory(self, pg_factory: Callable[..., Any]) -> Callable[[], Any]:
         return pg_factory

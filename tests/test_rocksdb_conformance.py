@@ -25,6 +25,8 @@ class TestRocksDBConformance(ConformanceTests):
 
 
 class TestRocksDBDifferential(DifferentialTests):
+    """200 random operation sequences, each compared with the reference model (spi.testing.reference)."""
+
     @pytest.fixture
     def provider_factory(self, tmp_path: Path) -> Callable[[], Any]:
         return _factory(tmp_path)

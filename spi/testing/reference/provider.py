@@ -1,0 +1,178 @@
+"""The reference provider: admin, transactions, ``run`` and auto-commit handles.
+
+A transaction copies each table's row list when it first opens the table and, on
+commit, puts its copies back; a rollback just forgets them. The model is meant for
+one thread: a transaction whose tables another transaction committed to after it
+copied them fails to commit with :class:`ConflictError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from spi.errors import ConflictError, InvalidFieldError, TableExistsError, TableNotFoundError
+from spi.spec import TableSpec
+from spi.testing.reference.checks import check_load
+from spi.testing.reference.records import StoredTable
+from spi.testing.reference.table import ReferenceTable, batches
+
+T = TypeVar("T")
+
+
+class ReferenceAdmin:
+    """Table management of a :class:`ReferenceProvider`."""
+
+    def __init__(self, tables: dict[str, StoredTable]) -> None:
+        self._tables = tables
+
+    def create(self, spec: TableSpec) -> None:
+        """Create an empty table; :class:`TableExistsError` if it exists."""
+        if spec.name in self._tables:
+            raise TableExistsError(f"table {spec.name!r} already exists")
+        self._tables[spec.name] = StoredTable(spec)
+
+    def exists(self, name: str) -> bool:
+        """True if the table exists."""
+        return name in self._tables
+
+    def get_spec(self, name: str) -> TableSpec:
+        """The table's spec; :class:`TableNotFoundError` if it is missing."""
+        return stored(self._tables, name).spec
+
+    def list_tables(self) -> list[str]:
+        """Table names in code point order."""
+        return sorted(self._tables)
+
+
+def stored(tables: dict[str, StoredTable], name: str) -> StoredTable:
+    """The committed table ``name``; :class:`TableNotFoundError` if it is missing."""
+    try:
+        return tables[name]
+    except KeyError:
+        raise TableNotFoundError(f"table {name!r} does not exist") from None
+
+
+class ReferenceTransaction:
+    """A transaction over private copies of the tables it opens."""
+
+    def __init__(self, tables: dict[str, StoredTable]) -> None:
+        self._tables = tables
+        self._open: dict[str, tuple[int, ReferenceTable]] = {}  # name -> (commits seen, table)
+        self._done = False
+
+    def table(self, name: str) -> ReferenceTable:
+        """The table ``name`` as this transaction sees it."""
+        if self._done:
+            raise InvalidFieldError("this transaction has ended; open a new one")
+        if name not in self._open:
+            committed = stored(self._tables, name)
+            self._open[name] = (committed.commits, ReferenceTable(committed.spec, list(committed.rows)))
+        return self._open[name][1]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._done = True
+        if exc_type is None:
+            self._commit()
+
+    def _commit(self) -> None:
+        for name, (seen, _) in self._open.items():
+            if stored(self._tables, name).commits != seen:
+                raise ConflictError(f"table {name!r} changed since this transaction read it; retry")
+        for name, (_, table) in self._open.items():
+            committed = self._tables[name]
+            committed.rows = list(table.rows)  # a handle kept after the commit cannot reach it
+            committed.commits += 1
+
+
+def _autocommit(operation: str) -> Callable[..., Any]:
+    def call(self: ReferenceAutoCommit, *args: Any, **kwargs: Any) -> Any:
+        return self._provider.run(lambda tx: getattr(tx.table(self.name), operation)(*args, **kwargs))
+
+    call.__name__ = operation
+    call.__doc__ = f"``{operation}`` in a transaction of its own (see :class:`ReferenceTable`)."
+    return call
+
+
+class ReferenceAutoCommit:
+    """A table handle whose every call is its own transaction (a load: one per batch)."""
+
+    def __init__(self, provider: ReferenceProvider, name: str) -> None:
+        self._provider = provider
+        self.name = name
+
+    upsert = _autocommit("upsert")
+    insert = _autocommit("insert")
+    replace = _autocommit("replace")
+    update = _autocommit("update")
+    delete = _autocommit("delete")
+    increment = _autocommit("increment")
+    compare_and_swap = _autocommit("compare_and_swap")
+    update_range = _autocommit("update_range")
+    delete_range = _autocommit("delete_range")
+    read = _autocommit("read")
+    scan = _autocommit("scan")
+    scan_page = _autocommit("scan_page")
+    count = _autocommit("count")
+
+    def load(self, rows: Iterable[Mapping[str, Any]], *, mode: str = "upsert", batch_size: int = 10_000) -> int:
+        """Bulk write; each batch commits in a transaction of its own. Rows written."""
+        check_load(mode, batch_size)
+        written = 0
+        for offset, chunk in batches(rows, batch_size):
+            self._load_batch(chunk, mode, offset)
+            written += len(chunk)
+        return written
+
+    def _load_batch(self, chunk: list[Mapping[str, Any]], mode: str, offset: int) -> None:
+        self._provider.run(lambda tx: tx.table(self.name).load_batch(chunk, mode, offset))
+
+
+class ReferenceProvider:
+    """A provider for differential tests, written for clarity rather than speed.
+
+    Rows are kept in Python lists and every operation scans them linearly, using only
+    the SPI's spec and value validation from the engine: its order, filters, versions
+    and errors are written out from SPI.md independently of the real providers.
+    Construct it directly: ``ReferenceProvider()`` is a fresh, empty store.
+    """
+
+    def __init__(self) -> None:
+        self._tables: dict[str, StoredTable] = {}
+        self.admin = ReferenceAdmin(self._tables)
+
+    def transaction(self) -> ReferenceTransaction:
+        """A new transaction (a context manager: commit on exit, roll back on an exception)."""
+        return ReferenceTransaction(self._tables)
+
+    def run(self, fn: Callable[[ReferenceTransaction], T], retries: int = 10) -> T:
+        """``fn(tx)`` in a transaction, retried up to ``retries`` times on :class:`ConflictError`."""
+        attempt = 0
+        while True:
+            try:
+                with self.transaction() as tx:
+                    return fn(tx)
+            except ConflictError:
+                if attempt >= retries:
+                    raise
+                attempt += 1
+
+    def table(self, name: str) -> ReferenceAutoCommit:
+        """An auto-commit handle: each call is its own transaction."""
+        return ReferenceAutoCommit(self, name)
+
+    def close(self) -> None:
+        """Forget every table."""
+        self._tables.clear()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,288 @@
+"""One table inside one reference transaction: every public table operation.
+
+Rows live in a plain list; finding a row is a linear search. Every operation checks
+all its arguments before it writes anything, and each ``load`` batch is written to
+a copy of the list that replaces it only when the whole batch succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
+from typing import Any
+
+from spi.errors import InvalidFieldError, KvError, RowExistsError, RowNotFoundError, VersionMismatchError
+from spi.filters import Expr
+from spi.keys import Range
+from spi.row import Page, Row
+from spi.spec import TableSpec
+from spi.testing.reference.checks import (
+    check_changes,
+    check_column,
+    check_key,
+    check_limit,
+    check_load,
+    check_row,
+    check_value,
+    check_version,
+    full_row,
+    key_values,
+)
+from spi.testing.reference.order import compare_tuples, compare_values
+from spi.testing.reference.records import Record, key_of
+from spi.testing.reference.scans import check_scan, decode_token, encode_token, position, select
+from spi.types import FieldType, validate_value
+
+_INCREMENTABLE = (FieldType.INT, FieldType.LONG, FieldType.DOUBLE)
+
+
+def batches(rows: Iterable[Mapping[str, Any]], size: int) -> Iterator[tuple[int, list[Mapping[str, Any]]]]:
+    """``rows`` in lists of ``size``, each with the position of its first row."""
+    source = iter(rows)
+    offset = 0
+    while chunk := list(islice(source, size)):
+        yield offset, chunk
+        offset += len(chunk)
+
+
+class ReferenceTable:
+    """A table as one transaction sees it; ``rows`` is the transaction's private copy."""
+
+    def __init__(self, spec: TableSpec, rows: list[Record]) -> None:
+        self.spec = spec
+        self.rows = rows
+
+    @property
+    def name(self) -> str:
+        """The table's name."""
+        return self.spec.name
+
+    # ------------------------------------------------------------------ storage
+    def _find(self, key: tuple[Any, ...]) -> Record | None:
+        for record in self.rows:
+            if compare_tuples(record.key(self.spec), key) == 0:
+                return record
+        return None
+
+    def _store(self, values: dict[str, Any], old: Record | None) -> int:
+        """Write a whole row over ``old`` (None: a new row); its new version."""
+        version = 1 if old is None else old.version + 1
+        record = Record(values, version)
+        if old is None:
+            self.rows.append(record)
+        else:
+            self.rows[self.rows.index(old)] = record
+        return version
+
+    def _check_version(self, old: Record | None, version: int | None) -> None:
+        if version is None:
+            return
+        if old is None:
+            raise RowNotFoundError(f"no such row in {self.name!r} (expected version {version})")
+        if old.version != version:
+            raise VersionMismatchError(f"row is at version {old.version}, not {version}", current_version=old.version)
+
+    # ------------------------------------------------------------------- writes
+    def upsert(self, row: Mapping[str, Any]) -> int:
+        """Insert, or merge the given columns into the existing row; the new version."""
+        values = check_row(self.spec, row)
+        old = self._find(key_of(self.spec, values))
+        return self._store(full_row(self.spec, values) if old is None else {**old.values, **values}, old)
+
+    def insert(self, row: Mapping[str, Any]) -> int:
+        """Insert a new row; :class:`RowExistsError` if the key exists."""
+        values = check_row(self.spec, row)
+        key = key_of(self.spec, values)
+        if self._find(key) is not None:
+            raise RowExistsError(f"a row with key {key!r} already exists", key=key)
+        return self._store(full_row(self.spec, values), None)
+
+    def replace(self, row: Mapping[str, Any], *, version: int | None = None) -> int:
+        """Overwrite the whole row (unset columns become null), optionally conditionally."""
+        values = check_row(self.spec, row)
+        wanted = check_version(version)
+        old = self._find(key_of(self.spec, values))
+        self._check_version(old, wanted)
+        return self._store(full_row(self.spec, values), old)
+
+    def update(
+        self,
+        key: Any,
+        changes: Mapping[str, Any],
+        *,
+        default: Mapping[str, Any] | None = None,
+        version: int | None = None,
+    ) -> int:
+        """Partial update; a missing row is created from ``default`` (one write) or is
+        a :class:`RowNotFoundError`. Returns the new version."""
+        k = check_key(self.spec, key)
+        values = check_changes(self.spec, changes)
+        base = None if default is None else check_changes(self.spec, default, "default")
+        wanted = check_version(version)
+        old = self._find(k)
+        self._check_version(old, wanted)
+        if old is not None:
+            return self._store({**old.values, **values}, old)
+        if base is None:
+            raise RowNotFoundError(f"no row with key {k!r} in {self.name!r}; pass default=... to create it")
+        return self._store(full_row(self.spec, {**key_values(self.spec, k), **base, **values}), None)
+
+    def delete(self, key: Any, *, version: int | None = None) -> bool:
+        """Delete a row; True if one was deleted."""
+        k = check_key(self.spec, key)
+        wanted = check_version(version)
+        old = self._find(k)
+        self._check_version(old, wanted)
+        if old is None:
+            return False
+        self.rows.remove(old)
+        return True
+
+    def increment(self, key: Any, column: str, amount: int | float = 1) -> int | float:
+        """Add ``amount`` to an int, long or double non-key column (missing row or
+        null: 0); the new value."""
+        k = check_key(self.spec, key)
+        check_column(self.spec, column)
+        ftype = self.spec.type_of(column)
+        if self.spec.is_key(column) or ftype not in _INCREMENTABLE:
+            raise InvalidFieldError(f"increment needs an int, long or double non-key column, not {column!r}")
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+            raise InvalidFieldError(f"increment amount must be a number, got {amount!r}", column=column)
+        if ftype.is_integer and not isinstance(amount, int):
+            raise InvalidFieldError(f"increment of {ftype} column {column!r} needs an integer amount")
+        old = self._find(k)
+        current = None if old is None else old.values[column]
+        new_value = check_value(self.spec, column, (0 if current is None else current) + amount)
+        if old is None:
+            self._store(full_row(self.spec, {**key_values(self.spec, k), column: new_value}), None)
+        else:
+            self._store({**old.values, column: new_value}, old)
+        return new_value
+
+    def compare_and_swap(self, key: Any, column: str, expected: Any, new: Any) -> bool:
+        """Set non-key ``column`` to ``new`` if it holds ``expected`` (None matches a
+        missing row or a null); a missing row is created. True if it swapped."""
+        k = check_key(self.spec, key)
+        if self.spec.is_key(column):
+            raise InvalidFieldError(f"compare_and_swap needs a non-key column, not {column!r}", column=column)
+        changes = check_changes(self.spec, {column: new})
+        want = None if expected is None else validate_value(self.spec.type_of(column), expected, column)
+        old = self._find(k)
+        current = None if old is None else old.values[column]
+        if (want is None) != (current is None) or compare_values(current, want) != 0:
+            return False
+        if old is None:
+            self._store(full_row(self.spec, {**key_values(self.spec, k), **changes}), None)
+        else:
+            self._store({**old.values, **changes}, old)
+        return True
+
+    def update_range(self, range: Range | None = None, *, where: Expr | None = None, changes: Mapping[str, Any]) -> int:
+        """Apply ``changes`` to every row in range matching ``where``; rows changed."""
+        values = check_changes(self.spec, changes)
+        found = select(self.spec, self.rows, check_scan(self.spec, range, where))
+        for old in found:
+            self._store({**old.values, **values}, old)
+        return len(found)
+
+    def delete_range(self, range: Range | None = None, *, where: Expr | None = None) -> int:
+        """Delete every row in range matching ``where``; rows deleted."""
+        found = select(self.spec, self.rows, check_scan(self.spec, range, where))
+        for old in found:
+            self.rows.remove(old)
+        return len(found)
+
+    def load(self, rows: Iterable[Mapping[str, Any]], *, mode: str = "upsert", batch_size: int = 10_000) -> int:
+        """Write ``rows`` batch by batch (see :meth:`load_batch`); rows written."""
+        check_load(mode, batch_size)
+        written = 0
+        for offset, chunk in batches(rows, batch_size):
+            self.load_batch(chunk, mode, offset)
+            written += len(chunk)
+        return written
+
+    def load_batch(self, chunk: list[Mapping[str, Any]], mode: str, offset: int) -> None:
+        """Write one batch atomically: all its rows, or (on an error) none of them.
+
+        The error's ``row_index`` is the bad row's position in the whole load
+        (``offset`` is the batch's); an invalid value anywhere in the batch is
+        reported before a key repeated in it or already stored (``mode="insert"``).
+        """
+        checked = []
+        for i, row in enumerate(chunk):
+            try:
+                checked.append(check_row(self.spec, row))
+            except KvError as exc:
+                raise _in_load(exc, offset + i, offset) from None
+        if mode == "insert":
+            keys = [key_of(self.spec, values) for values in checked]
+            for i, key in enumerate(keys):
+                if any(compare_tuples(key, earlier) == 0 for earlier in keys[:i]):
+                    duplicate = RowExistsError(f"key {key!r} appears twice in the input", key=key)
+                    raise _in_load(duplicate, offset + i, offset)
+        copy = ReferenceTable(self.spec, list(self.rows))
+        write = {"upsert": copy.upsert, "insert": copy.insert, "replace": copy.replace}[mode]
+        for i, values in enumerate(checked):
+            try:
+                write(values)
+            except KvError as exc:
+                raise _in_load(exc, offset + i, offset) from None
+        self.rows[:] = copy.rows
+
+    # -------------------------------------------------------------------- reads
+    def _row(self, record: Record) -> Row:
+        return Row({c: record.values[c] for c in self.spec.columns}, record.version)
+
+    def read(self, key: Any) -> Row | None:
+        """The row with this complete key, or None."""
+        found = self._find(check_key(self.spec, key))
+        return None if found is None else self._row(found)
+
+    def scan(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[Row]:
+        """Matching rows in order (key order by default), at most ``limit``."""
+        n = check_limit(limit)
+        found = select(self.spec, self.rows, check_scan(self.spec, range, where, order_by, descending))
+        return iter([self._row(r) for r in found[:n]])
+
+    def scan_page(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int,
+        after: str | None = None,
+    ) -> Page:
+        """At most ``limit`` rows strictly after the token ``after``, and the token to
+        resume after them (None when no row follows)."""
+        n = check_limit(limit, required=True)
+        assert n is not None
+        scan = check_scan(self.spec, range, where, order_by, descending)
+        start = None if after is None else decode_token(self.spec, scan, after)
+        if n == 0:
+            return Page([], encode_token(self.spec, scan, start))  # an empty page keeps the position
+        found = select(self.spec, self.rows, scan, start)
+        if len(found) <= n:
+            return Page([self._row(r) for r in found], None)
+        page = found[:n]
+        return Page([self._row(r) for r in page], encode_token(self.spec, scan, position(self.spec, scan, page[-1])))
+
+    def count(self, range: Range | None = None, *, where: Expr | None = None) -> int:
+        """How many rows are in range and match ``where``."""
+        return len(select(self.spec, self.rows, check_scan(self.spec, range, where)))
+
+
+def _in_load(exc: KvError, row_index: int, rows_written: int) -> KvError:
+    """``exc`` marked as failing a load at input row ``row_index``."""
+    exc.row_index = row_index
+    exc.rows_written = rows_written
+    return exc
