@@ -18,9 +18,9 @@ if TYPE_CHECKING:
 
     from spi.filters import Expr
     from spi.keys import KeyLike, Range
+    from spi.primitives import ColumnBatch
     from spi.row import Page, Row
     from spi.spec import TableSpec
-    from spi.table import ColumnBatch
 
 T = TypeVar("T")
 

@@ -18,10 +18,11 @@ from spi.errors import ConflictError, InvalidFieldError
 from spi.filters import Expr
 from spi.keys import KeyLike, Range
 from spi.load import run_load
+from spi.primitives import ColumnBatch
 from spi.protocols import Admin, Provider
 from spi.row import Page, Row
 from spi.spec import TableSpec
-from spi.table import ColumnBatch, TableBase, merge_scans, transpose
+from spi.table import TableBase, merge_scans, transpose
 from spi.validate import check_batch_size, check_limit, check_projection
 
 if TYPE_CHECKING:

@@ -15,15 +15,14 @@ import heapq
 import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from spi.codec import encode_key, encode_nullable
 from spi.errors import InvalidFieldError, RowExistsError, RowNotFoundError, VersionMismatchError
 from spi.filters import Expr, bind
 from spi.keys import KeyLike, Range, ResolvedRange, key_of, normalize_key, resolve_range
 from spi.load import LoadPreparer, run_load
 from spi.planner import check_order_by
+from spi.primitives import ColumnBatch, ScanRequest, Stored, sort_position
 from spi.row import Page, Row
 from spi.spec import TableSpec
 from spi.tokens import ScanPosition, decode_token, encode_token
@@ -39,45 +38,6 @@ from spi.validate import (
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-ColumnBatch = dict[str, list[Any]]
-"""A batch of rows column by column: column name → its values, one per row (rows in scan order)."""
-
-
-class Stored(NamedTuple):
-    """A stored row as the primitives exchange it: every column, and its version.
-
-    ``values`` is a fresh dict the receiver may keep (rows returned to callers
-    adopt it without copying); nobody mutates it."""
-
-    values: dict[str, Any]
-    version: int
-
-
-@dataclass(frozen=True)
-class ScanRequest:
-    """What ``_scan`` must return: rows in ``key_range`` matching ``where`` (bound),
-    in ``order_by`` order (None: key order; else that column, then key), reversed
-    when ``descending``, strictly after the encoded ``after`` position, at most
-    ``limit`` rows (None: all)."""
-
-    key_range: ResolvedRange
-    where: Expr | None
-    order_by: str | None = None
-    descending: bool = False
-    after: bytes | None = None
-    limit: int | None = None
-
-
-def sort_position(spec: TableSpec, values: Mapping[str, Any], order_by: str | None) -> bytes:
-    """The encoded position of a row in a scan ordered by ``order_by`` (None: key).
-
-    Byte order equals scan order, so providers can resume "strictly after" it.
-    """
-    key = encode_key(spec.key_types, key_of(spec, values))
-    if order_by is None:
-        return key
-    return encode_nullable(spec.type_of(order_by), values[order_by]) + key
 
 
 def _key_sort(spec: TableSpec) -> Callable[[Row], tuple[Any, ...]]:
@@ -170,6 +130,10 @@ class TableBase(ABC):
         olds: Iterable[Stored | None]
         if len(set(keys)) == len(keys):
             olds = self._get_many(keys)
+            # An insert batch fails whole, before any write, on the first key that exists.
+            existing = next((k for k, o in zip(keys, olds) if o is not None), None) if mode == "insert" else None
+            if existing is not None:
+                raise self._exists_error(existing)
         else:
             olds = map(self._get, keys)  # lazy: each read follows the writes before it
         for key, values, old in zip(keys, rows, olds):
@@ -210,8 +174,11 @@ class TableBase(ABC):
 
     def _insert_at(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None) -> int:
         if old is not None:
-            raise RowExistsError(f"a row with key {key!r} already exists in {self.name!r}", key=key)
+            raise self._exists_error(key)
         return self._write(key, full_row(self.spec, values), None)
+
+    def _exists_error(self, key: tuple[Any, ...]) -> RowExistsError:
+        return RowExistsError(f"a row with key {key!r} already exists in {self.name!r}", key=key)
 
     def _replace_at(
         self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None, version: int | None = None

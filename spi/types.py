@@ -134,7 +134,13 @@ def validate_value(ftype: FieldType, value: Any, column: str, *, in_key: bool = 
                 f"timestamp for column {column!r} has no timezone; give an aware datetime (UTC)",
                 column=column,
             )
-        return value.astimezone(dt.UTC)
+        try:
+            return value.astimezone(dt.UTC)
+        except OverflowError:
+            raise InvalidFieldError(
+                f"timestamp {value.isoformat()} for column {column!r} is outside years 1-9999 in UTC",
+                column=column,
+            ) from None
     raise InvalidFieldError(f"unknown type {ftype!r} for column {column!r}", column=column)
 
 

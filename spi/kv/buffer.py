@@ -17,7 +17,7 @@ from sortedcontainers import SortedList
 from spi.codec import prefix_successor
 from spi.errors import KvError
 from spi.kv.store import StoreSession
-from spi.table import Stored
+from spi.primitives import Stored
 
 _CHUNK = 256
 """Buffered keys merged into a scan per step (see :meth:`WriteBuffer.iterate`)."""

@@ -23,8 +23,8 @@ import msgspec
 from spi.codec import encode_key, from_micros, key_encoder, nullable_encoder, prefix_successor, to_micros
 from spi.keys import ResolvedRange
 from spi.kv.bulk import KvLoadPreparer
+from spi.primitives import Stored
 from spi.spec import TableSpec
-from spi.table import Stored
 from spi.types import FieldType
 
 CATALOG = b"\x00c"

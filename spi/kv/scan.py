@@ -19,7 +19,7 @@ from spi.kv.buffer import WriteBuffer, ended_error
 from spi.kv.layout import Layout, range_bytes
 from spi.kv.layout import unpack as _unpack
 from spi.planner import Plan, plan_scan
-from spi.table import ScanRequest, Stored, sort_position
+from spi.primitives import ScanRequest, Stored, sort_position
 from spi.types import FieldType
 
 _FIRST_FETCH = 16

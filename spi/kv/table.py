@@ -13,8 +13,9 @@ from spi.kv.buffer import WriteBuffer
 from spi.kv.bulk import KvLoadPreparer, RowBatch
 from spi.kv.layout import Layout
 from spi.kv.scan import Scanner
+from spi.primitives import ScanRequest, Stored
 from spi.row import Row
-from spi.table import ScanRequest, Stored, TableBase
+from spi.table import TableBase
 
 
 class KvTable(TableBase):
@@ -78,6 +79,9 @@ class KvTable(TableBase):
             for entries in batch.entries:
                 tx.put_many(entries, repeat(b""))
             return
+        if mode == "insert":  # fails whole, before any write (see TableBase._load_batch)
+            first = next(i for i, old in enumerate(olds) if old is not None)
+            raise self._exists_error(key_of(self.spec, batch.row(first)))
         write = {"upsert": self._upsert_at, "insert": self._insert_at, "replace": self._replace_at}[mode]
         for i, old in enumerate(olds):
             if old is None:

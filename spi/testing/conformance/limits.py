@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import spi
+from spi import col
 from spi.errors import (
     InvalidFieldError,
     LimitExceededError,
@@ -50,6 +51,21 @@ class LimitTests:
             with pytest.raises(error):
                 op(row)
         assert t.count() == 1 and dict(t.read((1,)))["s"] == "keep" and t.read((1,)).version == 1
+
+    def test_timestamps_outside_utc_years_rejected(self, provider: Any) -> None:
+        provider.admin.create(ALL_TYPES)
+        t = provider.table("alltypes")
+        early = dt.datetime(1, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+        late = dt.datetime(9999, 12, 31, 23, tzinfo=dt.timezone(dt.timedelta(hours=-2)))
+        for value in (early, late):
+            with pytest.raises(InvalidFieldError, match="'ts'"):
+                t.upsert({"k": 1, "ts": value})
+            with pytest.raises(InvalidFieldError) as info:
+                t.load([{"k": 2}, {"k": 3, "ts": value}])
+            assert info.value.row_index == 1
+            with pytest.raises(InvalidFieldError):
+                list(t.scan(where=col("ts") == value))
+        assert t.count() == 0
 
     def test_nan_in_key_rejected(self, provider: Any) -> None:
         spec = spi.TableSpec("fk", [spi.Field("k", "double"), spi.Field("v", "double")], ["k"])

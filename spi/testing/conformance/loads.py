@@ -63,6 +63,18 @@ class LoadTests:
         row = t.read(("eu", 1))
         assert row["status"] == "a" and row["total"] == 2.0 and row.version == 2
 
+    def test_failed_insert_batch_leaves_nothing_in_a_transaction(self, provider: Any) -> None:
+        provider.admin.create(ORDERS)
+        provider.table("orders").upsert({"region": "eu", "id": 1, "status": "old"})
+        with provider.transaction() as tx:
+            t = tx.table("orders")
+            with pytest.raises(RowExistsError) as info:
+                t.load([{"region": "ap", "id": 9}, {"region": "eu", "id": 1}, {"region": "us", "id": 2}], mode="insert")
+            assert info.value.row_index == 1
+            t.upsert({"region": "us", "id": 3})  # the transaction goes on and commits
+        assert keys(provider.table("orders").scan()) == [("eu", 1), ("us", 3)]
+        assert provider.table("orders").read(("eu", 1))["status"] == "old"
+
     def test_load_in_a_transaction_sees_stored_and_buffered_rows(self, provider: Any) -> None:
         provider.admin.create(ORDERS)
         t = provider.table("orders")

@@ -1,0 +1,52 @@
+"""What a provider's primitives exchange with :class:`spi.table.TableBase`: stored rows,
+scan requests, column batches and scan positions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from spi.codec import encode_key, encode_nullable
+from spi.filters import Expr
+from spi.keys import ResolvedRange, key_of
+from spi.spec import TableSpec
+
+ColumnBatch = dict[str, list[Any]]
+"""A batch of rows column by column: column name → its values, one per row (rows in scan order)."""
+
+
+class Stored(NamedTuple):
+    """A stored row as the primitives exchange it: every column, and its version.
+
+    ``values`` is a fresh dict the receiver may keep (rows returned to callers
+    adopt it without copying); nobody mutates it."""
+
+    values: dict[str, Any]
+    version: int
+
+
+@dataclass(frozen=True)
+class ScanRequest:
+    """What ``_scan`` must return: rows in ``key_range`` matching ``where`` (bound),
+    in ``order_by`` order (None: key order; else that column, then key), reversed
+    when ``descending``, strictly after the encoded ``after`` position, at most
+    ``limit`` rows (None: all)."""
+
+    key_range: ResolvedRange
+    where: Expr | None
+    order_by: str | None = None
+    descending: bool = False
+    after: bytes | None = None
+    limit: int | None = None
+
+
+def sort_position(spec: TableSpec, values: Mapping[str, Any], order_by: str | None) -> bytes:
+    """The encoded position of a row in a scan ordered by ``order_by`` (None: key).
+
+    Byte order equals scan order, so providers can resume "strictly after" it.
+    """
+    key = encode_key(spec.key_types, key_of(spec, values))
+    if order_by is None:
+        return key
+    return encode_nullable(spec.type_of(order_by), values[order_by]) + key
