@@ -20,9 +20,10 @@ the others. The process and durability groups reopen the store from the
 ``provider_url`` fixture (default: ``provider.url``; override it when that URL
 masks a password).
 
-``DifferentialTests`` also needs ``reference_factory`` (usually ``memory://``) and
-runs the same random operation sequences on both, comparing every result and
-every error class.
+``DifferentialTests`` runs the same random operation sequences on the provider and
+on ``reference_factory`` (default: :class:`spi.testing.reference.ReferenceProvider`,
+a plain model that shares no code with the engines), comparing every result,
+version and error class.
 """
 
 from spi.testing.conformance import ConformanceTests
