@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import random
+import string
 import subprocess
 import sys
 import threading
@@ -17,7 +19,7 @@ import pytest
 
 import spi
 from spi import col
-from spi.errors import ProviderUnavailableError, SchemaError, TableNotFoundError, UrlError
+from spi.errors import LimitExceededError, ProviderUnavailableError, SchemaError, TableNotFoundError, UrlError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COUNTERS = spi.TableSpec("counters", [spi.Field("name", "string"), spi.Field("n", "long")], ["name"])
@@ -159,6 +161,30 @@ def test_hostile_values_bound_and_round_trip(pg_factory: Callable[..., Any]) -> 
     assert p.admin.list_tables() == ["hostile"]
     assert t.count() == 2 * len(HOSTILE_VALUES)
     assert "DROP" not in p.admin.list_tables()
+
+
+def test_a_key_over_btrees_entry_limit_is_a_limit_error(pg_factory: Callable[..., Any]) -> None:
+    """Three key strings of 1 KiB each pass the SPI's limits, but their index entry (3 kB)
+    is over btree's 2704 bytes: the server's program_limit_exceeded (SQLSTATE 54000)
+    becomes LimitExceededError, and nothing is written."""
+    p = pg_factory()
+    fields = [spi.Field("a", "string"), spi.Field("b", "string"), spi.Field("c", "string"), spi.Field("v", "long")]
+    p.admin.create(spi.TableSpec("wide", fields, ["a", "b", "c"]))
+    t = p.table("wide")
+    rnd = random.Random(54000)
+    # Random text: PostgreSQL compresses index entries, and a repeated character would fit.
+    big = {c: "".join(rnd.choices(string.ascii_letters + string.digits, k=1024)) for c in "abc"}
+    with pytest.raises(LimitExceededError) as e:
+        t.upsert({**big, "v": 1})
+    message = str(e.value)
+    assert "\n" not in message and "HINT" not in message and "DETAIL" not in message
+    assert message.startswith("value too large for PostgreSQL on ") and "exceeds btree" in message
+    with pytest.raises(LimitExceededError):  # the same limit through COPY
+        t.load([{**big, "v": 2}])
+    with pytest.raises(LimitExceededError), p.transaction() as tx:
+        tx.table("wide").upsert({"a": "small", "b": "", "c": "", "v": 3})
+        tx.table("wide").insert({**big, "v": 4})
+    assert t.count() == 0 and t.read(tuple(big.values())) is None
 
 
 def test_scan_arrow_stopped_early_leaves_the_connection_usable(pg_factory: Callable[..., Any]) -> None:

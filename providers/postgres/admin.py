@@ -10,56 +10,37 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.schema import CreateIndex, CreateSchema, CreateTable, DropTable
+from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
 
-from providers.postgres.schema import SQL_TYPES, VERSION, index_name, quoted
+from providers.postgres.database import PgDatabase
+from providers.postgres.schema import SQL_TYPES, VERSION, index_name, qualified
+from providers.postgres.transaction import PgTransaction, begin
 from spi.errors import SchemaError, TableExistsError, TableNotFoundError
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
-
-if TYPE_CHECKING:
-    from providers.postgres.provider import PgTransaction, PostgresProvider
-
-LOCK_CLASS = 0x6B76
-"""First key of kvctl's advisory locks (the second is the schema name's hash)."""
 
 
 class PgAdmin(Admin):
     """Catalog reads and DDL, each call its own transaction."""
 
-    def __init__(self, provider: PostgresProvider) -> None:
-        self._p = provider
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
 
     @contextmanager
     def _ddl(self) -> Iterator[PgTransaction]:
-        with self._p.transaction(isolation="READ COMMITTED") as tx:
-            tx.execute(sa.select(sa.func.pg_advisory_xact_lock(LOCK_CLASS, sa.func.hashtext(self._p.schema))))
+        with begin(self._db, isolation="READ COMMITTED") as tx:
+            tx.lock_ddl()
             yield tx
 
-    def create_schema(self) -> None:
-        """CREATE SCHEMA and the catalog table if the catalog is missing (serialised by
-        the advisory lock). An existing catalog is only looked up: no lock, no DDL, so a
-        role that may only read can use the provider."""
-        from providers.postgres.provider import PgTransaction
-
-        catalog = self._p.catalog
-        with PgTransaction(self._p, isolation="READ COMMITTED") as tx:
-            qualified = _ident(tx, self._p.schema, catalog.name)
-            if tx.execute(sa.select(sa.func.to_regclass(sa.literal(qualified, sa.Text)))).scalar_one() is not None:
-                return
-            tx.execute(sa.select(sa.func.pg_advisory_xact_lock(LOCK_CLASS, sa.func.hashtext(self._p.schema))))
-            tx.execute(CreateSchema(quoted(self._p.schema), if_not_exists=True))
-            tx.execute(CreateTable(catalog, if_not_exists=True))
-
     def _row(self, tx: PgTransaction, name: str) -> Any:
-        catalog = self._p.catalog
+        catalog = self._db.catalog
         return tx.execute(catalog.select().where(catalog.c.name == name)).first()
 
     def _save(self, tx: PgTransaction, spec: TableSpec, *, new: bool) -> None:
-        catalog = self._p.catalog
+        catalog = self._db.catalog
         values = {"spec": spec.to_dict(), "fingerprint": spec.fingerprint()}
         if new:
             tx.execute(catalog.insert().values(name=spec.name, **values))
@@ -67,12 +48,10 @@ class PgAdmin(Admin):
             tx.execute(catalog.update().where(catalog.c.name == spec.name).values(**values))
 
     def _create_in(self, tx: PgTransaction, spec: TableSpec) -> None:
-        table = self._p.table_sql(spec).table
-        qualified = _ident(tx, self._p.schema, spec.name)
-        exists = tx.execute(sa.select(sa.func.to_regclass(sa.literal(qualified, sa.Text)))).scalar_one()
-        if exists is not None:
+        table = self._db.table_sql(spec).table
+        if tx.relation_exists(self._db.schema, spec.name):
             raise TableExistsError(
-                f"schema {self._p.schema!r} already has a table {spec.name!r} that kvctl did not create"
+                f"schema {self._db.schema!r} already has a table {spec.name!r} that kvctl did not create"
             )
         tx.execute(CreateTable(table))
         for index in sorted(table.indexes, key=lambda i: str(i.name)):
@@ -99,16 +78,17 @@ class PgAdmin(Admin):
             change = plan_schema_change(old, spec)
             if change.empty:
                 return
-            table = self._p.table_sql(spec).table
-            name = _ident(tx, self._p.schema, spec.name)
+            table = self._db.table_sql(spec).table
+            schema = self._db.schema
+            name = qualified(tx.dialect, schema, spec.name)
             for column in change.dropped_indexes:
-                tx.execute(sa.text(f"DROP INDEX {_ident(tx, self._p.schema, index_name(spec.name, column))}"))
+                tx.execute(sa.text(f"DROP INDEX {qualified(tx.dialect, schema, index_name(spec.name, column))}"))
             for field in change.added_fields:
-                column_type = _type_sql(tx, field.type)
-                tx.execute(sa.text(f"ALTER TABLE {name} ADD COLUMN {_ident(tx, field.name)} {column_type}"))
+                added = qualified(tx.dialect, field.name)
+                tx.execute(sa.text(f"ALTER TABLE {name} ADD COLUMN {added} {_type_sql(tx, field.type)}"))
             for field in change.widened:
-                column_type = _type_sql(tx, field.type)
-                tx.execute(sa.text(f"ALTER TABLE {name} ALTER COLUMN {_ident(tx, field.name)} TYPE {column_type}"))
+                widened = qualified(tx.dialect, field.name)
+                tx.execute(sa.text(f"ALTER TABLE {name} ALTER COLUMN {widened} TYPE {_type_sql(tx, field.type)}"))
             for index in sorted(table.indexes, key=lambda i: str(i.name)):
                 if any(str(index.name) == index_name(spec.name, c) for c in change.added_indexes):
                     tx.execute(CreateIndex(index))
@@ -116,18 +96,18 @@ class PgAdmin(Admin):
 
     def exists(self, name: str) -> bool:
         """True if table ``name`` exists."""
-        with self._p.transaction() as tx:
+        with begin(self._db) as tx:
             return self._row(tx, name) is not None
 
     def get_spec(self, name: str) -> TableSpec:
         """The spec of table ``name``."""
-        with self._p.transaction() as tx:
+        with begin(self._db) as tx:
             return tx.spec(name)
 
     def list_tables(self) -> list[str]:
         """Every table name, sorted by code point."""
-        catalog = self._p.catalog
-        with self._p.transaction() as tx:
+        catalog = self._db.catalog
+        with begin(self._db) as tx:
             names = [r[0] for r in tx.execute(sa.select(catalog.c.name)).fetchall()]
         return sorted(names)
 
@@ -139,20 +119,20 @@ class PgAdmin(Admin):
                 if missing_ok:
                     return
                 raise TableNotFoundError(f"table {name!r} does not exist")
-            table = self._p.table_sql(TableSpec.from_dict(row.spec)).table
+            table = self._db.table_sql(TableSpec.from_dict(row.spec)).table
             tx.execute(DropTable(table, if_exists=True))
-            catalog = self._p.catalog
+            catalog = self._db.catalog
             tx.execute(catalog.delete().where(catalog.c.name == name))
 
     def verify(self, name: str) -> list[str]:
         """Compare the catalog spec with the real table: columns, types, key, indexes."""
         problems: list[str] = []
-        with self._p.transaction() as tx:
+        with begin(self._db) as tx:
             spec = tx.spec(name)
-            expected = self._p.table_sql(spec).table
-            actual = _reflect(tx, self._p.schema, name)
+            expected = self._db.table_sql(spec).table
+            actual = _reflect(tx, self._db.schema, name)
             if actual is None:
-                return [f"table {name!r} is in the catalog but missing from schema {self._p.schema!r}"]
+                return [f"table {name!r} is in the catalog but missing from schema {self._db.schema!r}"]
             columns, key, indexes = actual
             for f in spec.fields:
                 want = _type_sql(tx, f.type)
@@ -171,18 +151,12 @@ class PgAdmin(Admin):
         return problems
 
 
-def _ident(tx: PgTransaction, *parts: str) -> str:
-    """A quoted (schema-qualified) identifier; names are validated, quoting is belt and braces."""
-    quote = tx.dialect.identifier_preparer.quote_identifier
-    return ".".join(quote(p) for p in parts)
-
-
 def _type_sql(tx: PgTransaction, ftype: Any) -> str:
     return str(SQL_TYPES[ftype]().compile(dialect=tx.dialect))
 
 
 def _reflect(tx: PgTransaction, schema: str, name: str) -> tuple[dict[str, str], list[str], set[str]] | None:
-    inspector = sa.inspect(tx._conn)
+    inspector = tx.inspector()
     with tx.errors():
         if not inspector.has_table(name, schema=schema):
             return None

@@ -26,9 +26,13 @@ def _sqlstate(exc: BaseException) -> str | None:
     return state if isinstance(state, str) else None
 
 
-def _reason(exc: BaseException, secret: str | None) -> str:
+def _reason(exc: BaseException, secret: str | None, *, primary: bool = False) -> str:
+    """The driver's message on one line, the password masked; ``primary``: without the
+    server's DETAIL, HINT and CONTEXT lines."""
     orig = getattr(exc, "orig", None) or exc
-    text = " ".join(str(orig).split()) or type(orig).__name__
+    diag = getattr(orig, "diag", None)
+    message = diag.message_primary if primary and diag is not None and diag.message_primary else str(orig)
+    text = " ".join(message.split()) or type(orig).__name__
     if secret:
         text = text.replace(secret, "***")
     return text
@@ -45,9 +49,12 @@ def translate(exc: BaseException, where: str, secret: str | None = None) -> KvEr
         return ConflictError(f"transaction conflict on {where}, retry it: {reason}")
     if state == "42P01":
         return TableNotFoundError(f"table no longer exists on {where}: {reason}")
+    if state == "54000":
+        # program_limit_exceeded, e.g. key values within the SPI's limits one by one that
+        # together overflow a btree index entry (about 2.7 kB); the DETAIL and HINT are for DBAs
+        limit = _reason(exc, secret, primary=True)
+        return LimitExceededError(f"value too large for PostgreSQL on {where}: {limit}")
     if state is not None and state.startswith("22"):
-        if state == "54000":
-            return LimitExceededError(f"value too large for {where}: {reason}")
         return InvalidFieldError(f"value rejected by {where}: {reason}")
     if state is not None and state.startswith(_UNAVAILABLE_CLASSES):
         return ProviderUnavailableError(f"PostgreSQL at {where} is unavailable: {reason}")

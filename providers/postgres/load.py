@@ -10,20 +10,18 @@ key twice keeps the sequential per-row path, so later rows see earlier ones.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from providers.postgres.schema import VERSION
+from providers.postgres.session import PgSession
 from providers.postgres.sql import range_condition
 from spi.errors import RowExistsError
 from spi.keys import ResolvedRange, key_of
+from spi.spec import TableSpec
 from spi.types import FieldType
-
-if TYPE_CHECKING:
-    from providers.postgres.provider import PgTransaction
-    from providers.postgres.table import PgTable
 
 COPY_TYPES = {
     FieldType.INT: "int4",
@@ -40,14 +38,15 @@ POSITION = "kv_pos"
 
 
 def load_batch(
-    tx: PgTransaction,
-    table: PgTable,
+    tx: PgSession,
+    spec: TableSpec,
+    target: sa.Table,
     rows: list[dict[str, Any]],
     mode: str,
     sequential: Callable[[list[dict[str, Any]], str], None],
 ) -> None:
-    """Write a batch of validated rows exactly like one write per row, in bulk."""
-    spec = table.spec
+    """Write a batch of validated rows into ``target`` exactly like one write per row,
+    in bulk (``sequential`` writes a batch that repeats a key row by row)."""
     keys = [key_of(spec, r) for r in rows]
     if len(set(keys)) < len(keys):
         sequential(rows, mode)
@@ -61,18 +60,18 @@ def load_batch(
     else:
         groups[every] = list(range(len(rows)))
     for columns, positions in groups.items():
-        _load_group(tx, table, columns, [rows[i] for i in positions], [keys[i] for i in positions], mode)
+        _load_group(tx, spec, target, columns, [rows[i] for i in positions], [keys[i] for i in positions], mode)
 
 
 def _load_group(
-    tx: PgTransaction,
-    table: PgTable,
+    tx: PgSession,
+    spec: TableSpec,
+    target: sa.Table,
     columns: tuple[str, ...],
     rows: list[dict[str, Any]],
     keys: list[tuple[Any, ...]],
     mode: str,
 ) -> None:
-    spec, target = table.spec, table.sql_table
     span = ResolvedRange(min(keys), True, max(keys), True)
     occupied = tx.execute(
         sa.select(sa.literal(1)).select_from(target).where(*range_condition(target, spec, span)).limit(1)
@@ -117,7 +116,7 @@ def _load_group(
     tx.execute(stmt)
 
 
-def _temp_table(tx: PgTransaction, target: sa.Table, columns: tuple[str, ...]) -> sa.Table:
+def _temp_table(tx: PgSession, target: sa.Table, columns: tuple[str, ...]) -> sa.Table:
     temp = sa.Table(
         tx.temp_name(),
         sa.MetaData(),
@@ -130,7 +129,7 @@ def _temp_table(tx: PgTransaction, target: sa.Table, columns: tuple[str, ...]) -
     return temp
 
 
-def _copy(tx: PgTransaction, schema: str | None, name: str, columns: list[str], types: list[str], rows: Any) -> None:
+def _copy(tx: PgSession, schema: str | None, name: str, columns: list[str], types: list[str], rows: Any) -> None:
     from psycopg import sql
 
     target = sql.Identifier(name) if schema is None else sql.Identifier(schema, name)

@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
+from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import quoted_name
 
 from spi.spec import TableSpec
@@ -41,6 +42,13 @@ def sql_type(ftype: FieldType) -> Any:
 def quoted(name: str) -> quoted_name:
     """An identifier SQLAlchemy always quotes (names are case-sensitive)."""
     return quoted_name(name, True)
+
+
+def qualified(dialect: Dialect, *parts: str) -> str:
+    """A quoted (schema-qualified) identifier as SQL text; names are validated, quoting
+    is belt and braces."""
+    quote = dialect.identifier_preparer.quote_identifier
+    return ".".join(quote(p) for p in parts)
 
 
 def derived_name(prefix: str, *parts: str) -> str:

@@ -13,22 +13,24 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
 
-from providers.postgres.table import PgTable, TableSql
+from providers.postgres.arrow import adbc_batches
+from providers.postgres.database import PgDatabase
+from providers.postgres.statements import ReadStatement, TableSql
+from providers.postgres.table import PgTable
+from providers.postgres.transaction import PgTransaction, begin
 from spi.filters import Expr
 from spi.keys import KeyLike, Range
-from spi.provider import AutoCommitTable
+from spi.primitives import ColumnBatch, Stored
+from spi.provider import AutoCommitTable, ProviderBase
 from spi.row import Page, Row
-from spi.table import ColumnBatch, Stored
 from spi.validate import check_batch_size
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from providers.postgres.provider import PgTransaction, PostgresProvider
 
 T = TypeVar("T")
 
@@ -37,44 +39,42 @@ class Fallback(Exception):
     """The single-statement path cannot answer; use a normal transaction."""
 
 
-class ReadStatement:
-    """The compiled catalog-checked point read of one table."""
-
-    def __init__(self, sql: TableSql, catalog: sa.Table, dialect: Any) -> None:
-        t = sql.table
-        joined = catalog.outerjoin(
-            t, sa.and_(*(t.c[k] == sa.bindparam(n) for k, n in zip(sql.spec.primary_key, sql.key_names)))
-        )
-        stmt = (
-            sa.select(catalog.c.fingerprint, *t.columns)
-            .select_from(joined)
-            .where(catalog.c.name == sa.bindparam("kv_name"))
-        )
-        self.text = str(stmt.compile(dialect=dialect))
-        self.fingerprint = sql.spec.fingerprint()
-
-
 class _OneStatement:
-    """Stands in for a transaction for :meth:`PgTable._get`: one autocommit SELECT."""
+    """A :class:`~providers.postgres.session.PgSession` of one auto-commit SELECT for
+    :meth:`PgTable.read`: it answers :meth:`fetch_row`, and anything else would need
+    a transaction (:class:`Fallback`)."""
 
-    def __init__(self, provider: PostgresProvider, sql: TableSql, statement: ReadStatement) -> None:
-        self._provider = provider
-        self._sql = sql
+    ended = False
+
+    def __init__(self, db: PgDatabase, statement: ReadStatement) -> None:
+        self._db = db
         self._statement = statement
 
+    @property
+    def dialect(self) -> Dialect:
+        """The provider's dialect."""
+        return self._db.dialect
+
     def fetch_row(self, sql: TableSql, key: tuple[Any, ...]) -> Stored | None:
+        """The stored row with ``key``, or None; :class:`Fallback` when the statement
+        fails or the catalog no longer has this spec."""
         params = {"kv_name": sql.spec.name, **sql.key_params(key)}
         try:
-            row = self._provider.autocommit_connection().execute(self._statement.text, params, prepare=True).fetchone()
+            row = self._db.autocommit_connection().execute(self._statement.text, params, prepare=True).fetchone()
         except Exception:
-            self._provider.drop_autocommit_connection()  # broken session or stale prepared plan: start afresh
+            self._db.drop_autocommit_connection()  # broken session or stale prepared plan: start afresh
             raise Fallback from None
         if row is None or row[0] != self._statement.fingerprint:
-            self._provider.forget_table(sql.spec.name)
+            self._db.forget_table(sql.spec.name)
             raise Fallback
         if row[-1] is None:
             return None
         return sql.stored(row[1:])
+
+    def _needs_transaction(self, *_args: Any, **_kwargs: Any) -> NoReturn:
+        raise Fallback
+
+    errors = execute = query = literal_sql = driver_connection = temp_name = track = _needs_transaction
 
 
 @contextmanager
@@ -104,16 +104,19 @@ class PgAutoCommitTable(AutoCommitTable):
     """The auto-commit handle, with ``read`` as a single statement when possible and
     ``scan_batches`` streamed from one read-only snapshot."""
 
-    _provider: PostgresProvider
     page_size = 10_000
     """Bigger pages than the default: a page costs a few round trips however long it is."""
 
+    def __init__(self, provider: ProviderBase, name: str, db: PgDatabase) -> None:
+        super().__init__(provider, name)
+        self._db = db
+
     def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:
         """See :meth:`TableBase.read` (identical results, one round trip)."""
-        cached = self._provider.cached_read(self.name)
+        cached = self._db.cached_read(self.name)
         if cached is not None:
             sql, statement = cached
-            table = PgTable(cast("PgTransaction", _OneStatement(self._provider, sql, statement)), sql)
+            table = PgTable(_OneStatement(self._db, statement), sql)
             try:
                 return table.read(key, columns=columns)
             except Fallback:
@@ -133,7 +136,7 @@ class PgAutoCommitTable(AutoCommitTable):
         raise here). It is a consistent snapshot that never fails with a conflict and
         blocks no writer; it does hold back VACUUM and block DDL on the table (drop,
         schema changes) until the iteration ends or the iterator is closed."""
-        tx = self._provider.transaction(isolation="REPEATABLE READ", read_only=True)
+        tx = begin(self._db, isolation="REPEATABLE READ", read_only=True)
         try:
             batches = tx.table(self.name).scan_batches(range, where=where, columns=columns, batch_size=batch_size)
         except BaseException as exc:
@@ -152,15 +155,13 @@ class PgAutoCommitTable(AutoCommitTable):
         """See :meth:`TableBase.scan_arrow`: one SELECT on its own read-only connection
         through the ADBC driver, decoded from binary COPY into Arrow in C (see
         :mod:`providers.postgres.arrow`); errors in the arguments raise here."""
-        from providers.postgres.arrow import adbc_batches
-
         size = check_batch_size(batch_size)
-        with self._provider.transaction(isolation="REPEATABLE READ", read_only=True) as tx:
+        with begin(self._db, isolation="REPEATABLE READ", read_only=True) as tx:
             table = tx.table(self.name)
             assert isinstance(table, PgTable)
             statement, schema = table.arrow_select(range, where=where, columns=columns)
-        provider = self._provider
-        return adbc_batches(provider.arrow_conninfo, statement, schema, size, provider.url, provider.secret)
+        db = self._db
+        return adbc_batches(db.arrow_conninfo, statement, schema, size, db.url, db.secret)
 
     def scan_page(
         self,
@@ -180,4 +181,4 @@ class PgAutoCommitTable(AutoCommitTable):
             )
 
 
-__all__ = ["Fallback", "PgAutoCommitTable", "ReadStatement"]
+__all__ = ["Fallback", "PgAutoCommitTable"]

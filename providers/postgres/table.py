@@ -3,29 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from functools import partial
-from itertools import repeat
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
-from providers.postgres.schema import VERSION, build_table, row_converters
+from providers.postgres.load import load_batch
+from providers.postgres.schema import VERSION
+from providers.postgres.session import PgSession
 from providers.postgres.sql import count_select, key_histogram, range_condition, scan_select
+from providers.postgres.statements import TableSql
 from spi.errors import KvError
 from spi.filters import Expr
 from spi.keys import Range, ResolvedRange, quantile_cuts, ranges_between
+from spi.primitives import ColumnBatch, ScanRequest, Stored
 from spi.row import Row
-from spi.spec import TableSpec
-from spi.table import ColumnBatch, ScanRequest, Stored, TableBase
+from spi.table import TableBase
 from spi.validate import check_projection
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from providers.postgres.provider import PgTransaction
 
 STREAM_ABOVE = 10_000
 """Scans that may return more rows than this stream through a server-side cursor."""
@@ -42,58 +40,6 @@ buckets) the statistics serve up to 5 ranges."""
 
 
 T = TypeVar("T")
-_new_stored = partial(tuple.__new__, Stored)
-_last = itemgetter(-1)
-
-
-class TableSql:
-    """Everything derived from one spec: the SQLAlchemy table and prepared statements."""
-
-    def __init__(self, spec: TableSpec, schema: str) -> None:
-        self.spec = spec
-        self.table = build_table(spec, schema)
-        t = self.table
-        self.columns = spec.columns
-        self.converters = row_converters(spec)
-        self.column_converters = {spec.columns[i]: convert for i, convert in self.converters}
-        key_binds = [t.c[k] == sa.bindparam(f"kv_k{i}") for i, k in enumerate(spec.primary_key)]
-        self.key_names = [f"kv_k{i}" for i in range(len(spec.primary_key))]
-        self.get = sa.select(t).where(*key_binds)
-        self.insert = t.insert()
-        self.update = (
-            t.update()
-            .where(*key_binds)
-            .values({c: sa.bindparam(f"kv_v_{c}") for c in spec.columns if not spec.is_key(c)})
-            .values({VERSION: sa.bindparam("kv_version_new")})
-        )
-        self.delete = t.delete().where(*key_binds)
-
-    def stored(self, row: Any) -> Stored:
-        """A fetched row (columns in spec order, then the version) as :class:`Stored`."""
-        if self.converters:
-            row = list(row)
-            for i, convert in self.converters:
-                if row[i] is not None:
-                    row[i] = convert(row[i])
-        return Stored(dict(zip(self.columns, row)), row[-1])
-
-    def stored_many(self, rows: list[Any]) -> list[Stored]:
-        """:meth:`stored` for a list of rows (C-level loops when no value needs converting)."""
-        if self.converters:
-            return [self.stored(r) for r in rows]
-        values = map(dict, map(zip, repeat(self.columns), rows))
-        return list(map(_new_stored, zip(values, map(_last, rows))))
-
-    def rows_many(self, rows: list[Any]) -> list[Row]:
-        """Fetched rows as :class:`Row` objects directly (no intermediate :class:`Stored`)."""
-        if self.converters:
-            return [Row.adopt(*self.stored(r)) for r in rows]
-        values = map(dict, map(zip, repeat(self.columns), rows))
-        return list(map(Row.adopt, values, map(_last, rows)))
-
-    def key_params(self, key: tuple[Any, ...]) -> dict[str, Any]:
-        """Bind parameters for a key."""
-        return dict(zip(self.key_names, key))
 
 
 class Explain(Executable, ClauseElement):
@@ -114,7 +60,7 @@ class _Cursor(Generic[T]):
     """Rows of a streaming scan, fetched in chunks and built by ``build``; refuses
     to go on once its transaction ended."""
 
-    def __init__(self, tx: PgTransaction, result: Any, build: Callable[[list[Any]], list[T]]) -> None:
+    def __init__(self, tx: PgSession, result: Any, build: Callable[[list[Any]], list[T]]) -> None:
         self._tx = tx
         self._result = result
         self._build = build
@@ -143,7 +89,7 @@ class _Cursor(Generic[T]):
 
 
 def _column_batches(
-    tx: PgTransaction,
+    tx: PgSession,
     cursor: Any,
     columns: tuple[str, ...],
     converters: dict[str, Callable[[Any], Any]],
@@ -177,15 +123,10 @@ def _column_batches(
 class PgTable(TableBase):
     """One PostgreSQL table inside one transaction."""
 
-    def __init__(self, tx: PgTransaction, sql: TableSql) -> None:
+    def __init__(self, tx: PgSession, sql: TableSql) -> None:
         super().__init__(sql.spec)
         self._tx = tx
         self._sql = sql
-
-    @property
-    def sql_table(self) -> sa.Table:
-        """The SQLAlchemy table (for the bulk load path)."""
-        return self._sql.table
 
     def _get(self, key: tuple[Any, ...]) -> Stored | None:
         return self._tx.fetch_row(self._sql, key)
@@ -246,17 +187,13 @@ class PgTable(TableBase):
         """The SELECT of :meth:`scan_arrow` with every value rendered as a literal by
         psycopg's client-side quoting (for a connection that takes no parameters),
         and the Arrow schema of its rows."""
-        from psycopg import ClientCursor
-
         from spi.arrow import arrow_schema
 
         proj = check_projection(self.spec, columns)
         names = self.spec.columns if proj is None else proj
         request = self._request(range, where, None, False, None, None)
         stmt = scan_select(self._sql.table, self.spec, request.key_range, request.where, columns=names)
-        with self._tx.errors():
-            select = ClientCursor(self._tx.driver_connection()).mogrify(*self._tx.compile(stmt))
-        return select, arrow_schema(self.spec, names)
+        return self._tx.literal_sql(stmt), arrow_schema(self.spec, names)
 
     def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
         return int(self._tx.execute(count_select(self._sql.table, self.spec, key_range, where)).scalar_one())
@@ -310,6 +247,4 @@ class PgTable(TableBase):
         return f"SQL: {' '.join(str(compiled).split())}\nparameters: {params or '(none)'}\nplan:\n{plan}"
 
     def _load_batch(self, rows: list[dict[str, Any]], mode: str) -> None:
-        from providers.postgres.load import load_batch
-
-        load_batch(self._tx, self, rows, mode, super()._load_batch)
+        load_batch(self._tx, self.spec, self._sql.table, rows, mode, super()._load_batch)

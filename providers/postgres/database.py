@@ -1,0 +1,135 @@
+"""What one provider's transactions and auto-commit reads share: :class:`PgDatabase`."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from providers.postgres.arrow import conninfo
+from providers.postgres.errors import wrapped
+from providers.postgres.schema import catalog_table
+from providers.postgres.statements import ReadStatement, TableSql
+from providers.postgres.url import PgSettings
+from spi.errors import KvError
+from spi.spec import TableSpec
+
+if TYPE_CHECKING:
+    import psycopg
+    from sqlalchemy.pool import PoolProxiedConnection
+
+
+class PgDatabase:
+    """The engine, the schema and its catalog table, the SQL built per spec, the
+    point-read statements of the tables in use, and each thread's auto-commit
+    connection for those reads."""
+
+    def __init__(self, settings: PgSettings, secret: str | None) -> None:
+        self.url = settings.masked
+        self.schema = settings.schema
+        self.secret = secret
+        self._settings = settings
+        self.engine = self._make_engine(isolation_level="SERIALIZABLE", pool_pre_ping=True)
+        self.dialect = self.engine.dialect
+        self.catalog = catalog_table(self.schema)
+        self._autocommit_engine: sa.Engine | None = None
+        self._sql: dict[TableSpec, TableSql] = {}
+        self._reads: dict[str, tuple[TableSql, ReadStatement]] = {}
+        self._local = threading.local()
+        self._held: list[PoolProxiedConnection] = []
+        self._ready = False
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _make_engine(self, **options: Any) -> sa.Engine:
+        return sa.create_engine(
+            self._settings.sa_url, connect_args=self._settings.connect_args, **self._settings.pool, **options
+        )
+
+    @functools.cached_property
+    def arrow_conninfo(self) -> str:
+        """The libpq connection string of Arrow scans (read-only sessions; holds the password)."""
+        return conninfo(self._settings)
+
+    def errors(self) -> AbstractContextManager[None]:
+        """A context turning driver errors into :mod:`spi.errors` (password masked)."""
+        return wrapped(self.url, self.secret)
+
+    def check_open(self) -> None:
+        """Raise :class:`KvError` once the provider is closed."""
+        if self._closed:
+            raise KvError(f"provider {self.url} is closed")
+
+    def ensure_schema(self, create: Callable[[PgDatabase], None]) -> None:
+        """Run ``create(self)``, which makes the schema and catalog if missing, until
+        one call succeeds (once per provider; concurrent callers wait for it)."""
+        if self._ready:
+            return
+        with self._lock:
+            if not self._ready:
+                create(self)
+                self._ready = True
+
+    def table_sql(self, spec: TableSpec) -> TableSql:
+        """The (cached) SQL objects of a spec."""
+        sql = self._sql.get(spec)
+        if sql is None or sql.spec.columns != spec.columns:
+            sql = self._sql[spec] = TableSql(spec, self.schema)
+        return sql
+
+    def remember_table(self, sql: TableSql) -> None:
+        """Note a table's SQL for single-statement reads (verified on every use)."""
+        entry = self._reads.get(sql.spec.name)
+        if entry is None or entry[0] is not sql:
+            self._reads[sql.spec.name] = (sql, ReadStatement(sql, self.catalog, self.dialect))
+
+    def forget_table(self, name: str) -> None:
+        """Drop a table from the single-statement cache."""
+        self._reads.pop(name, None)
+
+    def cached_read(self, name: str) -> tuple[TableSql, ReadStatement] | None:
+        """The cached SQL and point-read statement of a table, if any."""
+        return None if self._closed else self._reads.get(name)
+
+    def autocommit_connection(self) -> psycopg.Connection[Any]:
+        """This thread's psycopg connection in autocommit mode, where every statement is
+        an implicit SERIALIZABLE transaction; kept checked out between reads."""
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            return held[1]
+        with self._lock:
+            self.check_open()
+            if self._autocommit_engine is None:
+                self._autocommit_engine = self._make_engine(isolation_level="AUTOCOMMIT", pool_pre_ping=False)
+            fairy = self._autocommit_engine.raw_connection()
+            self._held.append(fairy)
+        raw = fairy.driver_connection
+        assert raw is not None  # a checked-out connection always has one
+        self._local.conn = (fairy, raw)
+        return raw
+
+    def drop_autocommit_connection(self) -> None:
+        """Discard this thread's autocommit connection (after an error)."""
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            self._local.conn = None
+            with self._lock:
+                if held[0] in self._held:
+                    self._held.remove(held[0])
+            held[0].invalidate()
+
+    def close(self) -> None:
+        """Close the held connections and dispose of the connection pools."""
+        if not self._closed:
+            with self._lock:
+                self._closed = True
+                held, self._held = self._held, []
+            for fairy in held:
+                fairy.close()
+            self.engine.dispose()
+            if self._autocommit_engine is not None:
+                self._autocommit_engine.dispose()

@@ -1,0 +1,67 @@
+"""What a table runs its statements on: :class:`PgSession`.
+
+:class:`~providers.postgres.table.PgTable` and the bulk load path depend on this
+protocol, not on the transaction class, which comes after them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import CursorResult, Dialect
+from sqlalchemy.sql.expression import Executable
+
+from providers.postgres.statements import TableSql
+from spi.primitives import Stored
+
+if TYPE_CHECKING:
+    import psycopg
+
+C = TypeVar("C")
+AnyResult = CursorResult[*tuple[Any, ...]]
+"""What SQLAlchemy returns for a statement whose row type it does not know."""
+
+
+class PgSession(Protocol):
+    """One transaction's statements, as a table uses them.
+
+    :class:`~providers.postgres.transaction.PgTransaction` implements all of it; the
+    auto-commit point read implements :meth:`fetch_row` and refuses the rest.
+    """
+
+    @property
+    def ended(self) -> bool:
+        """True once the transaction committed or rolled back (its scans stop)."""
+
+    @property
+    def dialect(self) -> Dialect:
+        """The SQLAlchemy dialect statements are compiled for."""
+
+    def errors(self) -> AbstractContextManager[None]:
+        """A context turning driver errors into :mod:`spi.errors` (password masked)."""
+
+    def fetch_row(self, sql: TableSql, key: tuple[Any, ...]) -> Stored | None:
+        """The stored row with ``key``, or None."""
+
+    def execute(self, statement: Executable, params: Mapping[str, Any] | None = None) -> AnyResult:
+        """Run one SQLAlchemy statement."""
+
+    def query(self, statement: sa.Select[Any], *, stream: bool = False) -> psycopg.Cursor[Any]:
+        """Run a SELECT on the driver connection: a psycopg cursor of plain tuples
+        (server-side when ``stream``)."""
+
+    def literal_sql(self, statement: sa.Select[Any]) -> str:
+        """``statement`` with every value rendered as a literal (for a connection that
+        takes no parameters)."""
+
+    def driver_connection(self) -> psycopg.Connection[Any]:
+        """The psycopg connection under the transaction (for COPY)."""
+
+    def temp_name(self) -> str:
+        """A temporary table name unique within the transaction."""
+
+    def track(self, cursor: C) -> C:
+        """Remember an open scan (anything with ``close()``) to close when the transaction ends."""

@@ -1,0 +1,87 @@
+"""The statements and row conversion derived from one spec, built once and cached."""
+
+from __future__ import annotations
+
+from functools import partial
+from itertools import repeat
+from operator import itemgetter
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+from providers.postgres.schema import VERSION, build_table, row_converters
+from spi.primitives import Stored
+from spi.row import Row
+from spi.spec import TableSpec
+
+_new_stored = partial(tuple.__new__, Stored)
+_last = itemgetter(-1)
+
+
+class TableSql:
+    """Everything derived from one spec: the SQLAlchemy table and prepared statements."""
+
+    def __init__(self, spec: TableSpec, schema: str) -> None:
+        self.spec = spec
+        self.table = build_table(spec, schema)
+        t = self.table
+        self.columns = spec.columns
+        self.converters = row_converters(spec)
+        self.column_converters = {spec.columns[i]: convert for i, convert in self.converters}
+        key_binds = [t.c[k] == sa.bindparam(f"kv_k{i}") for i, k in enumerate(spec.primary_key)]
+        self.key_names = [f"kv_k{i}" for i in range(len(spec.primary_key))]
+        self.get = sa.select(t).where(*key_binds)
+        self.insert = t.insert()
+        self.update = (
+            t.update()
+            .where(*key_binds)
+            .values({c: sa.bindparam(f"kv_v_{c}") for c in spec.columns if not spec.is_key(c)})
+            .values({VERSION: sa.bindparam("kv_version_new")})
+        )
+        self.delete = t.delete().where(*key_binds)
+
+    def stored(self, row: Any) -> Stored:
+        """A fetched row (columns in spec order, then the version) as :class:`Stored`."""
+        if self.converters:
+            row = list(row)
+            for i, convert in self.converters:
+                if row[i] is not None:
+                    row[i] = convert(row[i])
+        return Stored(dict(zip(self.columns, row)), row[-1])
+
+    def stored_many(self, rows: list[Any]) -> list[Stored]:
+        """:meth:`stored` for a list of rows (C-level loops when no value needs converting)."""
+        if self.converters:
+            return [self.stored(r) for r in rows]
+        values = map(dict, map(zip, repeat(self.columns), rows))
+        return list(map(_new_stored, zip(values, map(_last, rows))))
+
+    def rows_many(self, rows: list[Any]) -> list[Row]:
+        """Fetched rows as :class:`Row` objects directly (no intermediate :class:`Stored`)."""
+        if self.converters:
+            return [Row.adopt(*self.stored(r)) for r in rows]
+        values = map(dict, map(zip, repeat(self.columns), rows))
+        return list(map(Row.adopt, values, map(_last, rows)))
+
+    def key_params(self, key: tuple[Any, ...]) -> dict[str, Any]:
+        """Bind parameters for a key."""
+        return dict(zip(self.key_names, key))
+
+
+class ReadStatement:
+    """The compiled catalog-checked point read of one table: the catalog row's
+    fingerprint, then the table's row (all nulls when there is none)."""
+
+    def __init__(self, sql: TableSql, catalog: sa.Table, dialect: Dialect) -> None:
+        t = sql.table
+        joined = catalog.outerjoin(
+            t, sa.and_(*(t.c[k] == sa.bindparam(n) for k, n in zip(sql.spec.primary_key, sql.key_names)))
+        )
+        stmt = (
+            sa.select(catalog.c.fingerprint, *t.columns)
+            .select_from(joined)
+            .where(catalog.c.name == sa.bindparam("kv_name"))
+        )
+        self.text = str(stmt.compile(dialect=dialect))
+        self.fingerprint = sql.spec.fingerprint()
