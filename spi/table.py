@@ -555,12 +555,4 @@ def merge_scans(
     return out if n is None else itertools.islice(out, n)
 
 
-__all__ = [
-    "ColumnBatch",
-    "ScanRequest",
-    "Stored",
-    "TableBase",
-    "merge_scans",
-    "sort_position",
-    "transpose",
-]
+__all__ = ["TableBase", "merge_scans", "transpose"]
