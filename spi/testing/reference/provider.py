@@ -14,9 +14,8 @@ from typing import Any, Self, TypeVar
 
 from spi.errors import ConflictError, InvalidFieldError, TableExistsError, TableNotFoundError
 from spi.spec import TableSpec
-from spi.testing.reference.checks import check_load
 from spi.testing.reference.records import StoredTable
-from spi.testing.reference.table import ReferenceTable, batches
+from spi.testing.reference.table import ReferenceTable, load_batches
 
 T = TypeVar("T")
 
@@ -123,12 +122,7 @@ class ReferenceAutoCommit:
 
     def load(self, rows: Iterable[Mapping[str, Any]], *, mode: str = "upsert", batch_size: int = 10_000) -> int:
         """Bulk write; each batch commits in a transaction of its own. Rows written."""
-        check_load(mode, batch_size)
-        written = 0
-        for offset, chunk in batches(rows, batch_size):
-            self._load_batch(chunk, mode, offset)
-            written += len(chunk)
-        return written
+        return load_batches(rows, mode, batch_size, self._load_batch)
 
     def _load_batch(self, chunk: list[Mapping[str, Any]], mode: str, offset: int) -> None:
         self._provider.run(lambda tx: tx.table(self.name).load_batch(chunk, mode, offset))

@@ -7,7 +7,7 @@ a copy of the list that replaces it only when the whole batch succeeded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import islice
 from typing import Any
 
@@ -36,13 +36,21 @@ from spi.types import FieldType, validate_value
 _INCREMENTABLE = (FieldType.INT, FieldType.LONG, FieldType.DOUBLE)
 
 
-def batches(rows: Iterable[Mapping[str, Any]], size: int) -> Iterator[tuple[int, list[Mapping[str, Any]]]]:
-    """``rows`` in lists of ``size``, each with the position of its first row."""
+def load_batches(
+    rows: Iterable[Mapping[str, Any]],
+    mode: str,
+    batch_size: int,
+    write_batch: Callable[[list[Mapping[str, Any]], str, int], None],
+) -> int:
+    """Check the load arguments, then ``write_batch(chunk, mode, offset)`` for each
+    ``batch_size`` rows of ``rows`` (``offset``: the chunk's first row); rows written."""
+    check_load(mode, batch_size)
     source = iter(rows)
-    offset = 0
-    while chunk := list(islice(source, size)):
-        yield offset, chunk
-        offset += len(chunk)
+    written = 0
+    while chunk := list(islice(source, batch_size)):
+        write_batch(chunk, mode, written)
+        written += len(chunk)
+    return written
 
 
 class ReferenceTable:
@@ -194,12 +202,7 @@ class ReferenceTable:
 
     def load(self, rows: Iterable[Mapping[str, Any]], *, mode: str = "upsert", batch_size: int = 10_000) -> int:
         """Write ``rows`` batch by batch (see :meth:`load_batch`); rows written."""
-        check_load(mode, batch_size)
-        written = 0
-        for offset, chunk in batches(rows, batch_size):
-            self.load_batch(chunk, mode, offset)
-            written += len(chunk)
-        return written
+        return load_batches(rows, mode, batch_size, self.load_batch)
 
     def load_batch(self, chunk: list[Mapping[str, Any]], mode: str, offset: int) -> None:
         """Write one batch atomically: all its rows, or (on an error) none of them.
