@@ -13,7 +13,6 @@ import importlib
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from spi.errors import UrlError
 
@@ -29,6 +28,7 @@ BUILTIN_PROVIDERS = {
 }
 SCHEME_ALIASES = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg"}
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*\Z")
+_USERINFO = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/]*):[^@]*@")
 
 
 @dataclass(frozen=True)
@@ -41,20 +41,13 @@ class ProviderInfo:
 
 
 def mask_password(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (safe to print)."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        userinfo = f"{parts.username or ''}:***"
-        host = parts.hostname or ""
-        if ":" in host:
-            host = f"[{host}]"
-        port = f":{parts.port}" if parts.port is not None else ""
-        return urlunsplit((parts.scheme, f"{userinfo}@{host}{port}", parts.path, parts.query, parts.fragment))
-    except ValueError:
-        # Unparseable: hide everything between "//" and "@" to be safe.
-        return re.sub(r"//[^@/]*@", "//***@", url)
+    """``url`` with any password replaced by ``***`` (safe to print).
+
+    The password is found as SQLAlchemy's URL parser finds it (everything between
+    the first ``:`` after the user name and the next ``@``), so a password holding an
+    unencoded ``?``, ``#`` or ``/`` is masked whole, as it is sent.
+    """
+    return _USERINFO.sub(r"\g<head>:***@", url, count=1)
 
 
 def split_scheme(url: Any) -> tuple[str, str]:

@@ -9,6 +9,7 @@ naming the option: a malformed query, a value of the wrong kind, an unknown opti
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from urllib.parse import parse_qsl
 
 from spi.errors import UrlError
@@ -20,16 +21,21 @@ _FALSE = frozenset({"false", "0", "no", "off"})
 class UrlOptions:
     """The options of one URL; read each with a typed getter, then call :meth:`finish`."""
 
-    def __init__(self, query: str, provider: str) -> None:
-        """Parse ``query`` (the part after ``?``); ``provider`` names the provider in
-        errors (e.g. ``"rocksdb"``)."""
+    def __init__(self, pairs: Iterable[tuple[str, str]], provider: str) -> None:
+        """The options ``pairs`` (name, value) in URL order; ``provider`` names the
+        provider in errors (e.g. ``"rocksdb"``)."""
         self.provider = provider
+        self._values = dict(pairs)
+        self._known: list[str] = []
+
+    @classmethod
+    def parse(cls, query: str, provider: str) -> UrlOptions:
+        """The options of a URL's query string (the part after ``?``)."""
         try:
             pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
         except ValueError:
-            raise UrlError(f"malformed {provider} URL options {query!r}; expected ?name=value&name=value") from None
-        self._values = dict(pairs)
-        self._known: list[str] = []
+            raise UrlError(f"malformed {provider} URL options; expected ?name=value&name=value") from None
+        return cls(pairs, provider)
 
     def _take(self, name: str) -> str | None:
         self._known.append(name)

@@ -25,7 +25,7 @@ _BAD = [
     [("memory", q, m) for q, m in _BAD]
     + [("rocksdb", q, m) for q, m in _BAD]
     # PostgreSQL hands options it does not know to libpq, so only its own are checked here.
-    + [("postgres", "a&b", "malformed"), ("postgres", "schema=1x", "schema name '1x' is invalid")],
+    + [("postgres", "schema=1x", "schema name '1x' is invalid"), ("postgres", "pool_size=-1", "pool_size")],
 )
 def test_bad_options_are_url_errors(provider: str, query: str, message: str, tmp_path: Path) -> None:
     with pytest.raises(spi.UrlError) as info:
@@ -47,7 +47,7 @@ def test_postgres_pool_options_are_counts(pool: str) -> None:
 
 
 def test_getters_read_each_kind() -> None:
-    options = UrlOptions("busy_timeout=2.5&sync=OFF&n=7&name=x&name=y&extra=1", "test")
+    options = UrlOptions.parse("busy_timeout=2.5&sync=OFF&n=7&name=x&name=y&extra=1", "test")
     assert options.seconds("busy_timeout", 1.0) == 2.5
     assert options.flag("sync", True) is False
     assert options.count("n", 0) == 7
@@ -55,3 +55,18 @@ def test_getters_read_each_kind() -> None:
     assert options.seconds("absent", 3.0) == 3.0
     assert options.rest() == {"extra": "1"}
     options.finish()  # nothing left: rest() took it
+
+
+@pytest.mark.parametrize("password", ["se#cret", "pa?ss", "s3cr?et&x", "a/b"])
+def test_postgres_password_with_url_characters(password: str) -> None:
+    """The options and the masked URL come from the same parse as the connection:
+    an unencoded ?, # or / in the password neither hides ?schema= nor leaks."""
+    url = f"postgresql+psycopg://kv:{password}@127.0.0.1:9/kv?schema=other&pool_size=x"
+    with pytest.raises(spi.UrlError) as info:
+        spi.connect(url)
+    assert "pool_size must be a non-negative integer" in str(info.value)
+    from providers.postgres.url import parse_url
+
+    settings = parse_url(url.replace("&pool_size=x", ""))
+    assert settings.schema == "other"
+    assert password not in settings.masked and settings.masked.startswith("postgresql+psycopg://kv:***@127.0.0.1")

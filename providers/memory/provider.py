@@ -77,7 +77,7 @@ class MemoryProvider(KvProvider):
         parts = urlsplit(url)
         if parts.netloc or parts.path not in ("", "/"):
             raise UrlError(f"memory URLs take no host or path: use memory://, not {url!r}")
-        options = UrlOptions(parts.query, "memory://")
+        options = UrlOptions.parse(parts.query, "memory://")
         timeout = options.seconds("busy_timeout", DEFAULT_BUSY_TIMEOUT)
         options.finish()
         return cls(url, MemoryStore(timeout))

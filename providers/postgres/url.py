@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from spi.errors import UrlError
 from spi.registry import mask_password
@@ -61,7 +60,9 @@ def parse_url(url: str) -> PgSettings:
         ) from None
     if not parsed.database:
         raise UrlError(f"PostgreSQL URL {masked!r} names no database: add /DBNAME after the host")
-    options = UrlOptions(urlsplit(url).query, "PostgreSQL")
+    # SQLAlchemy's parse, not urlsplit: a password may hold an unencoded "?" or "#".
+    pairs = ((k, v[-1] if isinstance(v, tuple) else v) for k, v in parsed.query.items())
+    options = UrlOptions(pairs, "PostgreSQL")
     schema = validate_schema(options.text("schema", DEFAULT_SCHEMA))
     pool = {option: options.count(option, default) for option, default in _POOL_OPTIONS.items()}
     query = options.rest()

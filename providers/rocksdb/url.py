@@ -40,7 +40,7 @@ def parse_url(url: str) -> RocksUrl:
     if "\x00" in raw_path:
         raise UrlError("rocksdb paths cannot contain NUL characters")
     path = os.path.abspath(os.path.expanduser(raw_path))
-    options = UrlOptions(parts.query, "rocksdb")
+    options = UrlOptions.parse(parts.query, "rocksdb")
     timeout = options.seconds("busy_timeout", DEFAULT_BUSY_TIMEOUT)
     sync = options.flag("sync", False)
     options.finish()
