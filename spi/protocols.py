@@ -50,10 +50,12 @@ class Admin(Protocol):
         """Consistency problems found in a table (empty: none); needs capability ``verify``."""
 
 
-@runtime_checkable
 class Table(Protocol):
     """The operations on one table (SPI.md, "Operations on a table"): inside a
-    transaction (``tx.table(name)``) or auto-commit (``provider.table(name)``)."""
+    transaction (``tx.table(name)``) or auto-commit (``provider.table(name)``).
+
+    Not runtime-checkable on purpose: ``isinstance`` would read every member, and
+    reading an auto-commit table's ``spec`` runs a transaction."""
 
     @property
     def name(self) -> str:

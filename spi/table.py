@@ -129,7 +129,7 @@ class TableBase(ABC):
         keys = [key_of(self.spec, values) for values in rows]
         olds: Iterable[Stored | None]
         if len(set(keys)) == len(keys):
-            olds = self._get_many(keys)
+            olds = list(self._get_many(keys))
             # An insert batch fails whole, before any write, on the first key that exists.
             existing = next((k for k, o in zip(keys, olds) if o is not None), None) if mode == "insert" else None
             if existing is not None:
@@ -555,4 +555,12 @@ def merge_scans(
     return out if n is None else itertools.islice(out, n)
 
 
-__all__ = ["TableBase", "merge_scans", "transpose"]
+__all__ = [
+    "ColumnBatch",  # defined in spi.primitives, re-exported for providers written against spi.table
+    "ScanRequest",
+    "Stored",
+    "TableBase",
+    "merge_scans",
+    "sort_position",
+    "transpose",
+]

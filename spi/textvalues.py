@@ -33,7 +33,7 @@ def parse_timestamp(text: str, column: str) -> dt.datetime:
         ) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.UTC)
-    return value.astimezone(dt.UTC)
+    return validate_value(FieldType.TIMESTAMP, value, column)
 
 
 def decode_base64(text: str, column: str) -> bytes:

@@ -37,7 +37,13 @@ class FieldType(StrEnum):
         """True for ``int`` and ``long``."""
         return self in (FieldType.INT, FieldType.LONG)
 
+    @property
+    def is_numeric(self) -> bool:
+        """True for the four number types."""
+        return self in _NUMERIC
 
+
+_NUMERIC = frozenset({FieldType.INT, FieldType.LONG, FieldType.FLOAT, FieldType.DOUBLE})
 _INT_RANGE = {FieldType.INT: (INT32_MIN, INT32_MAX), FieldType.LONG: (INT64_MIN, INT64_MAX)}
 _FLOAT32 = struct.Struct(">f")
 

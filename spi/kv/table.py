@@ -23,7 +23,7 @@ class KvTable(TableBase):
 
     def __init__(self, buffer: WriteBuffer, layout: Layout) -> None:
         super().__init__(layout.spec)
-        self._tx = buffer
+        self._buffer = buffer
         self._layout = layout
         self._scanner = Scanner(buffer, layout)
         self._last_key: tuple[Any, ...] | None = None
@@ -36,19 +36,19 @@ class KvTable(TableBase):
         return self._last_encoded
 
     def _get(self, key: tuple[Any, ...]) -> Stored | None:
-        raw = self._tx.get(self._layout.row_prefix + self._encoded(key))
+        raw = self._buffer.get(self._layout.row_prefix + self._encoded(key))
         return None if raw is None else self._layout.decode_row(raw)
 
     def _get_many(self, keys: list[tuple[Any, ...]]) -> list[Stored | None]:
         lay = self._layout
         prefix, encode, decode = lay.row_prefix, lay.encode_key, lay.decode_row
-        raws = self._tx.get_many([prefix + encode(k) for k in keys])
+        raws = self._buffer.get_many([prefix + encode(k) for k in keys])
         return [None if raw is None else decode(raw) for raw in raws]
 
     def _put(self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None) -> None:
         lay = self._layout
         enc = self._encoded(key)
-        put = self._tx.put
+        put = self._buffer.put
         for column, prefix, encode in lay.indexes:
             new_value = values[column]
             if old is not None:
@@ -67,17 +67,17 @@ class KvTable(TableBase):
         whose keys exist (the generic per-row path writes those). A batch only
         validated, one that repeats a key or one encoded for a layout that has changed
         since takes the generic path whole."""
-        lay, tx, keys = self._layout, self._tx, batch.keys
+        lay, buffer, keys = self._layout, self._buffer, batch.keys
         stored = batch.stored
         if stored is None or batch.signature != lay.signature or len(set(keys)) != len(keys):
             super()._load_batch(batch.all_rows(), mode)
             return
-        olds = tx.get_many(keys)
+        olds = buffer.get_many(keys)
         if olds.count(None) == len(olds):
             # Rows first: a load usually comes in key order, which the sort at commit uses.
-            tx.put_many(keys, stored)
+            buffer.put_many(keys, stored)
             for entries in batch.entries:
-                tx.put_many(entries, repeat(b""))
+                buffer.put_many(entries, repeat(b""))
             return
         if mode == "insert":  # fails whole, before any write (see TableBase._load_batch)
             first = next(i for i, old in enumerate(olds) if old is not None)
@@ -85,9 +85,9 @@ class KvTable(TableBase):
         write = {"upsert": self._upsert_at, "insert": self._insert_at, "replace": self._replace_at}[mode]
         for i, old in enumerate(olds):
             if old is None:
-                tx.put(keys[i], stored[i])
+                buffer.put(keys[i], stored[i])
                 for entries in batch.entries:
-                    tx.put(entries[i], b"")
+                    buffer.put(entries[i], b"")
             else:
                 values = batch.row(i)
                 write(key_of(self.spec, values), values, lay.decode_row(old))
@@ -96,8 +96,8 @@ class KvTable(TableBase):
         lay = self._layout
         enc = self._encoded(key)
         for column, prefix, encode in lay.indexes:
-            self._tx.remove(prefix + encode(old.values[column]) + enc)
-        self._tx.remove(lay.row_prefix + enc)
+            self._buffer.remove(prefix + encode(old.values[column]) + enc)
+        self._buffer.remove(lay.row_prefix + enc)
 
     def _scan(self, request: ScanRequest) -> Iterator[Stored]:
         return self._scanner.stream(request, Stored)

@@ -65,6 +65,8 @@ class LimitTests:
             assert info.value.row_index == 1
             with pytest.raises(InvalidFieldError):
                 list(t.scan(where=col("ts") == value))
+            with pytest.raises(InvalidFieldError, match="outside years"):
+                spi.parse_where(f"ts = '{value.isoformat()}'", ALL_TYPES)
         assert t.count() == 0
 
     def test_nan_in_key_rejected(self, provider: Any) -> None:
