@@ -1,9 +1,12 @@
 """What a provider can do beyond the core contract, declared in ``provider.capabilities``.
 
-Every provider implements every operation of the contract; a capability names a
-guarantee or an extra that not every store can give. The conformance kit
-(:mod:`spi.testing`) runs a group of tests only on providers that declare what the
-group needs, and reports the group as not applicable on the others.
+Every provider implements every operation of the contract, transactions and
+secondary indexes included (every provider declares those two); the other
+capabilities name a guarantee or an extra that not every store can give. The
+conformance kit (:mod:`spi.testing`) runs the groups that need one (threads,
+processes, durability, verify) only on providers that declare it and reports them
+as not applicable on the others. A provider's own extras use a dotted name
+(``"acme.snapshots"``) so they cannot be mistaken for a misspelt standard one.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ class Capability(StrEnum):
     """One capability; a ``str``, so ``"verify" in p.capabilities`` works too."""
 
     TRANSACTIONS = "transactions"
-    """``p.transaction()`` and ``p.run`` give serializable multi-operation transactions."""
+    """``p.transaction()`` and ``p.run`` give serializable multi-operation transactions (core)."""
     SECONDARY_INDEXES = "secondary_indexes"
-    """Specs may declare indexes, and scans on them read the index."""
+    """Specs may declare indexes, and scans on them read the index (core)."""
     VERIFY = "verify"
     """``p.admin.verify(name)`` checks a table's rows against its index entries."""
     THREADS = "threads"

@@ -13,6 +13,7 @@ from kvctl.errors import CliError, NotDone
 from kvctl.groups import sub_app
 from kvctl.output import OutputFormat, print_document, print_rows
 from kvctl.state import get_state
+from spi.capabilities import Capability
 
 app = sub_app("Create, inspect, change and drop tables.")
 
@@ -105,7 +106,7 @@ def alter(
 def verify(ctx: typer.Context, name: options.Table, output: options.Output = None) -> None:
     """Check a table's consistency (rows vs indexes); exit 1 if problems are found."""
     provider = get_state(ctx).provider()
-    if "verify" not in provider.capabilities:
+    if Capability.VERIFY not in provider.capabilities:
         raise CliError(f"the provider at {provider.url} does not support verify")
     problems = provider.admin.verify(name)
     if problems:

@@ -2,7 +2,7 @@
 area, each a mixin class a provider may also run alone (with :class:`ConformanceBase`).
 
 Groups that need more than the core contract are gated by capability
-(:mod:`spi.testing.requirements`): threads, processes, durability, verify.
+(:mod:`spi.testing.requirements`): threads, processes, durability and verify.
 """
 
 from spi.testing.conformance.admin import AdminTests

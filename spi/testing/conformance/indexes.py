@@ -7,14 +7,11 @@ from typing import Any
 import pytest
 
 from spi import Range, col
-from spi.capabilities import Capability
 from spi.errors import InvalidFieldError
 from spi.testing.conformance.base import keys, sorted_keys
 from spi.testing.fixtures import order_rows
-from spi.testing.requirements import requires
 
 
-@requires(Capability.SECONDARY_INDEXES)
 class IndexTests:
     """Secondary indexes: ordering by an index or key column, and explain."""
 

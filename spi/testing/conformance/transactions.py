@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from spi import Range, col
-from spi.capabilities import Capability
 from spi.errors import (
     ConflictError,
     InvalidFieldError,
@@ -16,10 +15,8 @@ from spi.errors import (
 )
 from spi.testing.conformance.base import keys
 from spi.testing.fixtures import order_rows
-from spi.testing.requirements import requires
 
 
-@requires(Capability.TRANSACTIONS)
 class TransactionTests:
     """Transactions: commit, rollback, run with retries, scans and transaction ends."""
 
