@@ -1,4 +1,4 @@
-"""Differential property test: the same random operations on two providers.
+"""Differential property test: the same random operations on a provider and a reference.
 
 Every result (rows, versions, counts, booleans, new values) and every error class
 must match between the provider under test and a reference provider, by default
@@ -414,7 +414,7 @@ KNOWN_ANSWERS: list[tuple[tuple[Any, ...], Any]] = [
 
 
 class DifferentialTests:
-    """Subclass with ``provider_factory`` and ``reference_factory`` fixtures."""
+    """Subclass with a ``provider_factory`` fixture (``reference_factory`` defaults to the reference model)."""
 
     differential_examples = 200
     """How many random sequences to run (the issues ask for at least 200)."""
