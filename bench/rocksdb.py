@@ -4,9 +4,11 @@ Usage: ``python bench/rocksdb.py [--rows 1000000] [--dir PATH]``. Prints, per
 operation, the provider's and raw rocksdict's throughput, their ratio and the
 target ratio from issue 3. Loads are measured without and with a secondary index;
 the raw side writes what the provider stored (the rows; then the rows and their
-index entries), a WriteBatch per 10,000 rows in key order. Point reads run inside one transaction (an auto-commit
-call pays a transaction, and the database open when it has been idle). Loads run
-once; the read-only measurements report the best of three runs, on both sides.
+index entries), a WriteBatch per 10,000 rows in key order. Point reads and the full
+scan run both inside one transaction and on the auto-commit handle (each call, or
+each page of a scan, its own transaction: what the CLI and the dashboard use). Loads
+run once, through the auto-commit handle; the read-only measurements report the best
+of three runs, on both sides.
 """
 
 from __future__ import annotations
@@ -89,7 +91,8 @@ def main() -> int:
         encoded, _ = _stored(root / "plain")
         batches = _raw_batches([encoded])
         raw = _raw_open(root / "raw")
-        results.append(("load, no index (rows/s)", prov_plain, timed(lambda: _raw_load(raw, batches, n)), 0.2))
+        # Loads go through the auto-commit handle (a transaction per batch): issue 14 asks 0.3.
+        results.append(("load, no index (rows/s)", prov_plain, timed(lambda: _raw_load(raw, batches, n)), 0.3))
         encoded, entries = _stored(root / "provider")
         batches = _raw_batches([encoded, entries])
         scratch = _raw_open(root / "raw-indexed")
@@ -122,7 +125,16 @@ def main() -> int:
                 get(k)
             return reads
 
-        results.append(("point read (reads/s)", timed(prov_reads, REPEAT), timed(raw_reads, REPEAT), 0.5))
+        raw_read_rate = timed(raw_reads, REPEAT)
+        results.append(("point read (reads/s)", timed(prov_reads, REPEAT), raw_read_rate, 0.5))
+
+        def autocommit_reads() -> int:
+            t = p.table("bench")  # each call its own transaction, as the CLI and dashboard use it
+            for i in ids:
+                t.read((i,))
+            return reads
+
+        results.append(("auto-commit point read (reads/s)", timed(autocommit_reads, REPEAT), raw_read_rate, 0.5))
 
         def prov_scan() -> int:
             with p.transaction() as tx:
@@ -131,7 +143,13 @@ def main() -> int:
         def raw_scan() -> int:
             return sum(1 for _ in raw.items())
 
-        results.append(("full scan (rows/s)", timed(prov_scan, REPEAT), timed(raw_scan, REPEAT), 0.25))
+        raw_scan_rate = timed(raw_scan, REPEAT)
+        results.append(("full scan (rows/s)", timed(prov_scan, REPEAT), raw_scan_rate, 0.25))
+
+        def autocommit_scan() -> int:
+            return sum(1 for _ in p.table("bench").scan())
+
+        results.append(("auto-commit full scan (rows/s)", timed(autocommit_scan, REPEAT), raw_scan_rate, 0.4))
 
         def filtered(column: str) -> Callable[[], int]:
             def run() -> int:

@@ -162,3 +162,31 @@ def test_sigkill_during_bulk_load_keeps_whole_batches(tmp_path: Path) -> None:
             assert t.count(spi.Range((0,), (n - 1,), end_inclusive=True)) == n
             assert t.count(where=spi.col("g") == 5) == len(range(5, n, 97))
             assert p.admin.verify("t") == []
+
+
+def test_a_cached_spec_sees_another_process_alter_the_table(tmp_path: Path) -> None:
+    """One-off calls reuse decoded specs; a change made elsewhere is seen on the next call."""
+    url = f"rocksdb://{tmp_path}/db"
+    p = spi.connect(url)
+    p.admin.create(SPEC)
+    t = p.table("c")
+    t.upsert({"k": "a", "n": 1})
+    assert dict(t.read(("a",))) == {"k": "a", "n": 1}  # the spec is decoded and cached here
+    wider = spi.TableSpec("c", [*SPEC.fields, spi.Field("note", "string")], ["k"], indexes=["note"])
+    child = _child(
+        f"""
+        import spi
+        p = spi.connect({url!r})
+        p.admin.create_or_update(spi.TableSpec.from_json({wider.to_json()!r}))
+        p.table("c").update(("a",), {{"note": "from the child"}})
+        print("altered", flush=True)
+        """
+    )
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0 and "altered" in out, err
+    assert dict(t.read(("a",))) == {"k": "a", "n": 1, "note": "from the child"}
+    assert t.spec == wider and [r["k"] for r in t.scan(order_by="note")] == ["a"]
+    with spi.connect(url) as other:  # another provider in this process, same path
+        other.admin.create_or_update(spi.TableSpec("c", [*wider.fields, spi.Field("x", "long")], ["k"]))
+    assert dict(t.read(("a",))) == {"k": "a", "n": 1, "note": "from the child", "x": None}
+    p.close()

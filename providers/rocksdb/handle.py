@@ -85,7 +85,7 @@ class PathHandle:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._cond = threading.Condition()
+        self._cond = threading.Condition(threading.Lock())  # never taken twice by one thread
         self._owner: int | None = None
         self._queue: deque[int] = deque()
         self._db: Any = None
@@ -94,6 +94,7 @@ class PathHandle:
         self._idle_since: float | None = None
         self._reaper: threading.Thread | None = None
         self._polite = False
+        self._next_waiter_check = 0.0
 
     # ------------------------------------------------------------------ sessions
     def acquire(self, timeout: float) -> Any:
@@ -170,7 +171,14 @@ class PathHandle:
 
     # -------------------------------------------------------------- inter-process
     def _should_yield(self) -> bool:
-        if time.monotonic() - self._opened_at < QUANTUM or not self._others_waiting():
+        # Looking for waiters costs a file open and an flock: back-to-back transactions
+        # look at most every WAITER_CHECK seconds, so a waiter gets its turn within
+        # QUANTUM + WAITER_CHECK while one-off calls stay cheap.
+        now = time.monotonic()
+        if now - self._opened_at < QUANTUM or now < self._next_waiter_check:
+            return False
+        self._next_waiter_check = now + WAITER_CHECK
+        if not self._others_waiting():
             return False
         self._polite = True
         return True

@@ -60,7 +60,7 @@ class WriteBuffer:
         self._writes: dict[bytes, bytes | None] = {}
         self._sorted: SortedList | None = None
         self._range_deletes: list[tuple[bytes, bytes]] = []
-        self._cursors: weakref.WeakSet[Cursor] = weakref.WeakSet()
+        self._cursors: weakref.WeakSet[Cursor] | None = None  # made by the first cursor
         self.ended = False
 
     def get(self, key: bytes) -> bytes | None:
@@ -175,15 +175,18 @@ class WriteBuffer:
     def cursor(self, rows: Iterator[Stored]) -> Cursor:
         """Wrap a scan so it is closed when the transaction ends."""
         c = Cursor(self, rows)
+        if self._cursors is None:
+            self._cursors = weakref.WeakSet()
         self._cursors.add(c)
         return c
 
     def end(self) -> None:
         """Mark the transaction ended and close its open scans."""
         self.ended = True
-        for c in list(self._cursors):
-            c.close()
-        self._cursors = weakref.WeakSet()
+        if self._cursors is not None:
+            for c in list(self._cursors):
+                c.close()
+            self._cursors = None
 
     def flush(self) -> None:
         """Commit the buffered writes to the store as one batch, then release the session."""

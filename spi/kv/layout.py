@@ -67,7 +67,7 @@ class Layout:
             build if not self.timestamps else lambda raw: self._from_micros(build(raw))
         )
         """The column values of an unpacked stored row (columns added later read as null)."""
-        # A layout belongs to one transaction (one thread), so it may own an encoder.
+        # A store runs one transaction (one thread) at a time, so a layout may own an encoder.
         self._pack = msgspec.msgpack.Encoder().encode
 
     @property
@@ -114,6 +114,31 @@ class Layout:
         """The layout a catalog entry describes."""
         entry = unpack(data)
         return cls(TableSpec.from_dict(entry["spec"]), entry["layout"], entry["id"])
+
+
+class LayoutCache:
+    """Decoded layouts of one store, keyed by their stored catalog entry.
+
+    A transaction still reads the catalog entry (one small read), so a change made by
+    another process is seen at once; only the decoding (building the spec, the codecs
+    and the row builder, most of a one-off call's cost) is saved. Any admin change
+    rewrites the entry, so a cached layout is never stale. A store runs one
+    transaction at a time, which is what lets transactions share these layouts.
+    """
+
+    MAX_ENTRIES = 1024
+
+    def __init__(self) -> None:
+        self._layouts: dict[bytes, Layout] = {}
+
+    def get(self, entry: bytes) -> Layout:
+        """The layout the catalog entry ``entry`` describes."""
+        layout = self._layouts.get(entry)
+        if layout is None:
+            if len(self._layouts) >= self.MAX_ENTRIES:
+                self._layouts.clear()
+            layout = self._layouts[entry] = Layout.from_catalog_entry(entry)
+        return layout
 
 
 @functools.lru_cache(maxsize=64)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from spi.errors import KvError
 from spi.kv.admin import KvAdmin
+from spi.kv.layout import LayoutCache
 from spi.kv.store import OrderedStore
 from spi.kv.transaction import KvTransaction
 from spi.provider import ProviderBase
@@ -16,6 +17,7 @@ class KvProvider(ProviderBase):
         super().__init__(url)
         self._store = store
         self._admin = KvAdmin(self.transaction)
+        self._layouts = LayoutCache()
         self._closed = False
 
     @property
@@ -27,7 +29,7 @@ class KvProvider(ProviderBase):
         """A new serializable transaction (waits for exclusive access)."""
         if self._closed:
             raise KvError(f"provider {self.url} is closed")
-        return KvTransaction(self._store.session())
+        return KvTransaction(self._store.session(), self._layouts)
 
     def close(self) -> None:
         """Release the store."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from spi.errors import TableNotFoundError
 from spi.kv.buffer import WriteBuffer
-from spi.kv.layout import Layout, catalog_key
+from spi.kv.layout import Layout, LayoutCache, catalog_key
 from spi.kv.store import StoreSession
 from spi.kv.table import KvTable
 from spi.provider import TransactionBase
@@ -19,9 +19,10 @@ from spi.table import TableBase
 class KvTransaction(WriteBuffer, TransactionBase):
     """A transaction over an exclusive store session with a write buffer."""
 
-    def __init__(self, session: StoreSession) -> None:
+    def __init__(self, session: StoreSession, cache: LayoutCache) -> None:
         WriteBuffer.__init__(self, session)
         TransactionBase.__init__(self)
+        self._cache = cache
         self._layouts: dict[str, Layout] = {}
 
     def layout(self, name: str) -> Layout:
@@ -32,7 +33,7 @@ class KvTransaction(WriteBuffer, TransactionBase):
         raw = self.get(catalog_key(name))
         if raw is None:
             raise TableNotFoundError(f"table {name!r} does not exist")
-        layout = self._layouts[name] = Layout.from_catalog_entry(raw)
+        layout = self._layouts[name] = self._cache.get(raw)
         return layout
 
     def save_layout(self, layout: Layout) -> None:
