@@ -46,12 +46,20 @@ class _MemorySession(StoreSession):
     def release(self) -> None:
         self._store.lock.release()
 
+    def generation(self) -> int:
+        # Only this process's sessions write a memory store.
+        return self._store.generation
+
+    def advance_generation(self) -> None:
+        self._store.generation += 1
+
 
 class MemoryStore(OrderedStore):
     """A process-local sorted map with one exclusive session at a time."""
 
     def __init__(self, busy_timeout: float) -> None:
         self.data: SortedDict = SortedDict()
+        self.generation = 0
         self.lock = ExclusiveLock("the memory:// store")
         self._busy_timeout = busy_timeout
 

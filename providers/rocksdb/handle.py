@@ -85,7 +85,11 @@ class PathHandle:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._cond = threading.Condition(threading.Lock())  # never taken twice by one thread
+        # The condition's lock, taken directly on the uncontended path (its C-level
+        # context manager costs less than the condition's); never taken twice by one thread.
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
+        self._reaper_parked = False  # the linger thread waits for the owner to leave
         self._owner: int | None = None
         self._queue: deque[int] = deque()
         self._db: Any = None
@@ -95,40 +99,46 @@ class PathHandle:
         self._reaper: threading.Thread | None = None
         self._polite = False
         self._next_waiter_check = 0.0
+        self.generation = 0
+        """Advanced at every open (another process may have written while the database
+        was closed) and by catalog changes (see :meth:`StoreSession.generation`)."""
 
     # ------------------------------------------------------------------ sessions
     def acquire(self, timeout: float) -> Any:
         """Exclusive use of the open database, waiting at most ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
         me = threading.get_ident()
-        with self._cond:
-            if self._owner == me:
-                raise KvError(
-                    f"a transaction is already open on rocksdb {self.path} in this thread; "
-                    "use that transaction instead of opening another one (it would deadlock)"
-                )
+        with self._mutex:
             if self._owner is None and not self._queue:
                 self._owner = me
             else:
-                # First come, first served: _leave hands the handle to the oldest waiter.
-                self._queue.append(me)
-                while self._owner != me:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        self._queue.remove(me)
-                        raise _busy(self.path, timeout)
-                    self._cond.wait(left)
+                self._wait_turn(me, time.monotonic() + timeout, timeout)
             self._idle_since = None
         try:
             if self._db is not None and self._should_yield():
                 self._close()
             if self._db is None:
-                self._open(deadline, timeout)
+                self._open(time.monotonic() + timeout, timeout)
         except BaseException:
             self._close()
             self._leave()
             raise
         return self._db
+
+    def _wait_turn(self, me: int, deadline: float, timeout: float) -> None:
+        """Queue for the handle (the caller holds the mutex); first come, first served:
+        :meth:`_leave` hands the handle to the oldest waiter."""
+        if self._owner == me:
+            raise KvError(
+                f"a transaction is already open on rocksdb {self.path} in this thread; "
+                "use that transaction instead of opening another one (it would deadlock)"
+            )
+        self._queue.append(me)
+        while self._owner != me:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._queue.remove(me)
+                raise _busy(self.path, timeout)
+            self._cond.wait(left)
 
     def release(self) -> None:
         """End the current transaction; close at once if another process waits."""
@@ -146,14 +156,21 @@ class PathHandle:
                 self._cond.notify_all()
 
     def _leave(self) -> None:
-        with self._cond:
-            self._owner = self._queue.popleft() if self._queue else None
-            if self._owner is None and self._db is not None:
+        with self._mutex:
+            if self._queue:
+                self._owner = self._queue.popleft()
+                self._cond.notify_all()
+                return
+            self._owner = None
+            if self._db is not None:
                 self._idle_since = time.monotonic()
                 if self._reaper is None:
                     self._reaper = threading.Thread(target=self._reap, name="kvctl-rocksdb-linger", daemon=True)
                     self._reaper.start()
-            self._cond.notify_all()
+                elif self._reaper_parked:
+                    self._cond.notify_all()
+            elif self._reaper_parked:
+                self._cond.notify_all()
 
     def _reap(self) -> None:
         """Close the database once it has been idle for LINGER seconds."""
@@ -166,7 +183,11 @@ class PathHandle:
                         break
                     self._cond.wait(min(left, WAITER_CHECK))
                 else:
-                    self._cond.wait()
+                    self._reaper_parked = True
+                    try:
+                        self._cond.wait()
+                    finally:
+                        self._reaper_parked = False
             self._reaper = None
 
     # -------------------------------------------------------------- inter-process
@@ -212,6 +233,7 @@ class PathHandle:
             self._polite = False
         self._lock_file(fd, deadline, timeout)
         self._db = self._open_db(deadline, timeout)
+        self.generation += 1
         self._opened_at = time.monotonic()
 
     def _prepare_directory(self) -> None:

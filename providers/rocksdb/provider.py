@@ -126,10 +126,17 @@ class _RocksSession(StoreSession):
         except Exception as exc:
             raise driver_error(exc, "committing", self._handle.path) from None
 
+    def generation(self) -> int:
+        return self._handle.generation
+
+    def advance_generation(self) -> None:
+        self._handle.generation += 1
+
     def release(self) -> None:
-        for box in list(self._boxes.values()):
-            box.clear()
-        self._boxes.clear()
+        if self._boxes:
+            for box in list(self._boxes.values()):
+                box.clear()
+            self._boxes.clear()
         self._db = None
         self._handle.release()
 

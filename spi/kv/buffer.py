@@ -63,6 +63,14 @@ class WriteBuffer:
         self._cursors: weakref.WeakSet[Cursor] | None = None  # made by the first cursor
         self.ended = False
 
+    def generation(self) -> int | None:
+        """The store's generation (see :meth:`StoreSession.generation`)."""
+        return self._session.generation()
+
+    def is_buffered(self, key: bytes) -> bool:
+        """True if this transaction wrote ``key`` (its value is not the store's)."""
+        return key in self._writes
+
     def get(self, key: bytes) -> bytes | None:
         """The value under ``key`` as this transaction sees it."""
         writes = self._writes

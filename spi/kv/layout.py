@@ -117,19 +117,23 @@ class Layout:
 
 
 class LayoutCache:
-    """Decoded layouts of one store, keyed by their stored catalog entry.
+    """Decoded layouts of one store, by table name and by stored catalog entry.
 
-    A transaction still reads the catalog entry (one small read), so a change made by
-    another process is seen at once; only the decoding (building the spec, the codecs
-    and the row builder, most of a one-off call's cost) is saved. Any admin change
-    rewrites the entry, so a cached layout is never stale. A store runs one
-    transaction at a time, which is what lets transactions share these layouts.
+    A layout found by name is trusted without reading the catalog while the store's
+    :meth:`~spi.kv.store.StoreSession.generation` is the one it was found under:
+    nothing outside this process can have written the store since, and every catalog
+    change here advances the generation. Otherwise a transaction reads the catalog
+    entry (one small read), so a change made by another process is seen at once, and
+    only the decoding (building the spec, the codecs and the row builder) is saved.
+    A store runs one transaction at a time, which is what lets transactions share
+    these layouts.
     """
 
     MAX_ENTRIES = 1024
 
     def __init__(self) -> None:
         self._layouts: dict[bytes, Layout] = {}
+        self._by_name: dict[str, tuple[int, Layout]] = {}
 
     def get(self, entry: bytes) -> Layout:
         """The layout the catalog entry ``entry`` describes."""
@@ -139,6 +143,20 @@ class LayoutCache:
                 self._layouts.clear()
             layout = self._layouts[entry] = Layout.from_catalog_entry(entry)
         return layout
+
+    def current(self, name: str, generation: int | None) -> Layout | None:
+        """The layout of ``name`` remembered under ``generation``, if any."""
+        known = self._by_name.get(name)
+        if known is None or generation is None or known[0] != generation:
+            return None
+        return known[1]
+
+    def remember(self, name: str, generation: int | None, layout: Layout) -> None:
+        """Remember the stored layout of ``name`` as read under ``generation``."""
+        if generation is not None:
+            if len(self._by_name) >= self.MAX_ENTRIES:
+                self._by_name.clear()
+            self._by_name[name] = (generation, layout)
 
 
 @functools.lru_cache(maxsize=64)

@@ -35,6 +35,20 @@ class StoreSession(ABC):
     def release(self) -> None:
         """End the session (after commit or to abandon it)."""
 
+    def generation(self) -> int | None:
+        """A number that stays the same from one session to the next for as long as
+        nothing but this process's sessions can have written the store and no session
+        called :meth:`advance_generation`; None when the store cannot tell.
+
+        The engine uses it to trust a table layout it decoded earlier without reading
+        the catalog again (RocksDB: the database stayed open, so no other process wrote).
+        """
+        return None
+
+    def advance_generation(self) -> None:
+        """Note that this session commits a change :meth:`generation` must reflect (a
+        catalog change): later sessions get a new number."""
+
 
 class OrderedStore(ABC):
     """A sorted byte-string map that hands out exclusive sessions."""
