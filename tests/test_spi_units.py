@@ -217,3 +217,19 @@ def test_parse_word() -> None:
         parse_word(SPEC, "k", "null")
     with pytest.raises(InvalidFieldError):
         parse_word(SPEC, "flag", "yes")
+
+
+def test_every_public_name_of_spi_resolves_lazily() -> None:
+    """``import spi`` loads no submodule; each name of ``spi.__all__`` resolves on use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, spi\n"
+        "assert not [m for m in sys.modules if m.startswith('spi.')], sorted(sys.modules)\n"
+        "missing = [n for n in spi.__all__ if getattr(spi, n, None) is None]\n"
+        "assert not missing, missing\n"
+        "assert spi.errors.KvError is spi.KvError and 'parse_where' in dir(spi)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
