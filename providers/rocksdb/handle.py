@@ -94,6 +94,7 @@ class PathHandle:
         self._queue: deque[int] = deque()
         self._db: Any = None
         self._lock_fd: int | None = None
+        self._wait_fd: int | None = None  # kvctl.wait, kept open with the database: checks cost no open()
         self._opened_at = 0.0
         self._idle_since: float | None = None
         self._reaper: threading.Thread | None = None
@@ -206,16 +207,21 @@ class PathHandle:
 
     def _others_waiting(self) -> bool:
         """True if another process holds ``kvctl.wait`` (it waits for the lock)."""
-        try:
-            fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError:
-            return False
+        fd = self._wait_fd
+        if fd is None:
+            try:
+                fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError:
+                return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
-            os.close(fd)
+            if fd != self._wait_fd:
+                os.close(fd)
         return False
 
     def _open(self, deadline: float, timeout: float) -> None:
@@ -233,6 +239,8 @@ class PathHandle:
             self._polite = False
         self._lock_file(fd, deadline, timeout)
         self._db = self._open_db(deadline, timeout)
+        with contextlib.suppress(OSError):
+            self._wait_fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self.generation += 1
         self._opened_at = time.monotonic()
 
@@ -307,6 +315,9 @@ class PathHandle:
             with contextlib.suppress(Exception):
                 db.close()
         fd, self._lock_fd = self._lock_fd, None
+        if self._wait_fd is not None:
+            os.close(self._wait_fd)
+            self._wait_fd = None
         if fd is not None:
             os.close(fd)
 

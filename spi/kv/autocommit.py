@@ -11,16 +11,15 @@ or conflict retries. Writes still run as transactions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from spi.kv.buffer import WriteBuffer
+from spi.kv.layout import LayoutCache
+from spi.kv.store import StoreSession
 from spi.kv.table import KvTable
 from spi.kv.transaction import stored_layout
-from spi.provider import AutoCommitTable
+from spi.provider import AutoCommitTable, ProviderBase
 from spi.table import TableBase
-
-if TYPE_CHECKING:
-    from spi.kv.provider import KvProvider
 
 T = TypeVar("T")
 
@@ -28,15 +27,17 @@ T = TypeVar("T")
 class KvAutoCommitTable(AutoCommitTable):
     """An auto-commit handle whose reads run on a bare store session."""
 
-    def __init__(self, provider: KvProvider, name: str) -> None:
+    def __init__(
+        self, provider: ProviderBase, name: str, session: Callable[[], StoreSession], layouts: LayoutCache
+    ) -> None:
         super().__init__(provider, name)
-        self._kv = provider
+        self._session = session
+        self._layouts = layouts
 
     def _read(self, op: Callable[[TableBase], T]) -> T:
         """Run ``op`` on one session of the store (consistent: sessions are exclusive)."""
-        provider = self._kv
-        view = WriteBuffer(provider.session())  # nothing is ever buffered: reads go to the store
+        view = WriteBuffer(self._session())  # nothing is ever buffered: reads go to the store
         try:
-            return op(KvTable(view, stored_layout(view, provider.layouts, self.name)))
+            return op(KvTable(view, stored_layout(view, self._layouts, self.name)))
         finally:
             view.discard()

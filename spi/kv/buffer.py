@@ -15,17 +15,11 @@ from itertools import islice
 from sortedcontainers import SortedList
 
 from spi.codec import prefix_successor
-from spi.errors import KvError
-from spi.kv.store import StoreSession
+from spi.kv.store import StoreSession, ended_error
 from spi.primitives import Stored
 
 _CHUNK = 256
 """Buffered keys merged into a scan per step (see :meth:`WriteBuffer.iterate`)."""
-
-
-def ended_error() -> KvError:
-    """The error of a scan used after its transaction ended."""
-    return KvError("this scan's transaction has ended; scans are valid only inside their transaction")
 
 
 class Cursor:

@@ -39,7 +39,7 @@ class KvProvider(ProviderBase):
 
     def table(self, name: str) -> KvAutoCommitTable:
         """An auto-commit handle: each write its own transaction, each read one session."""
-        return KvAutoCommitTable(self, name)
+        return KvAutoCommitTable(self, name, self.session, self.layouts)
 
     def close(self) -> None:
         """Release the store."""

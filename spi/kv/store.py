@@ -5,6 +5,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
+from spi.errors import KvError
+
+
+def ended_error() -> KvError:
+    """The error of a scan used after its transaction (or one-off read) ended."""
+    return KvError("this scan's transaction has ended; scans are valid only inside their transaction")
+
 
 class StoreSession(ABC):
     """Exclusive access to an ordered byte store for one transaction."""
