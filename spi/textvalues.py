@@ -11,11 +11,16 @@ import base64
 import binascii
 import datetime as dt
 import math
+import re
 from typing import Any
 
 from spi.errors import InvalidFieldError
 from spi.spec import TableSpec
 from spi.types import FieldType, validate_value
+
+_WHOLE_FLOAT = re.compile(r"\s*([+-]?\d+)\.0+\s*")
+"""A float written with no fractional part (``433.0``), as pandas writes integer
+columns that have gaps."""
 
 
 def parse_timestamp(text: str, column: str) -> dt.datetime:
@@ -47,19 +52,18 @@ def decode_base64(text: str, column: str) -> bytes:
 
 
 def parse_word(spec: TableSpec, column: str, text: str) -> Any:
-    """Parse a command-line value (``col=value``) by the column's type and validate it."""
+    """Parse a command-line value (``col=value``) by the column's type and validate it.
+
+    ``null`` is null wherever a null is allowed, string columns included; in a
+    string key column (never null) it is the text ``null``.
+    """
     ftype = spec.type_of(column)
     in_key = spec.is_key(column)
-    if text == "null" and ftype is not FieldType.STRING:
+    if text == "null" and not (in_key and ftype is FieldType.STRING):
         return validate_value(ftype, None, column, in_key=in_key)
     value: Any
     if ftype.is_integer:
-        try:
-            value = int(text, 10)
-        except ValueError:
-            raise InvalidFieldError(
-                f"column {column!r} is {ftype}; {text!r} is not an integer", column=column
-            ) from None
+        value = _integer(text, column, ftype)
     elif ftype in (FieldType.FLOAT, FieldType.DOUBLE):
         try:
             value = float(text)
@@ -81,16 +85,34 @@ def parse_word(spec: TableSpec, column: str, text: str) -> Any:
     return validate_value(ftype, value, column, in_key=in_key, indexed=spec.is_indexed(column))
 
 
+def _integer(text: str, column: str, ftype: FieldType, *, whole_float: bool = False) -> int:
+    """A decimal integer; with ``whole_float`` also a float text with no fractional part."""
+    try:
+        return int(text, 10)
+    except ValueError:
+        pass
+    match = _WHOLE_FLOAT.fullmatch(text) if whole_float else None
+    if match is None:
+        raise InvalidFieldError(f"column {column!r} is {ftype}; {text!r} is not an integer", column=column)
+    return int(match.group(1), 10)
+
+
 def parse_field(spec: TableSpec, column: str, text: str) -> Any:
     """Convert a CSV/TSV field by the column's type and validate it.
 
     An empty field is null, except in a string column where it is the empty string;
-    bytes are base64 without the ``b64:`` prefix; the text ``null`` or ``NA`` is just
-    text (so it is an error in a non-string column).
+    in a key column it is an error (a key needs a value). Bytes are base64 without
+    the ``b64:`` prefix; an int/long may be written as a float with no fractional
+    part (``433.0``); the text ``null`` or ``NA`` is just text (so it is an error in
+    a non-string column).
     """
     ftype = spec.type_of(column)
+    in_key = spec.is_key(column)
+    value: Any
+    if text == "" and in_key:
+        raise InvalidFieldError(f"key column {column!r} is empty; every key column needs a value", column=column)
     if ftype is FieldType.STRING:
-        value: Any = text
+        value = text
     elif text == "":
         value = None
     elif ftype is FieldType.BYTES:
@@ -100,9 +122,11 @@ def parse_field(spec: TableSpec, column: str, text: str) -> Any:
             f"column {column!r} is {ftype}; leave the field empty for null, the text 'null' is not a value",
             column=column,
         )
+    elif ftype.is_integer:
+        value = _integer(text, column, ftype, whole_float=True)
     else:
         return parse_word(spec, column, text)
-    return validate_value(ftype, value, column, in_key=spec.is_key(column), indexed=spec.is_indexed(column))
+    return validate_value(ftype, value, column, in_key=in_key, indexed=spec.is_indexed(column))
 
 
 def from_json_value(spec: TableSpec, column: str, value: Any) -> Any:

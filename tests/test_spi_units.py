@@ -14,7 +14,7 @@ from spi.keys import ResolvedRange
 from spi.planner import plan_scan
 from spi.registry import installed_providers, mask_password, split_scheme
 from spi.testing.fixtures import ORDERS
-from spi.textvalues import parse_word
+from spi.textvalues import parse_field, parse_word
 
 SPEC = spi.TableSpec(
     "t",
@@ -211,9 +211,26 @@ class TestPlanner:
 def test_parse_word() -> None:
     assert parse_word(SPEC, "ts", "2024-05-01") == dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
     assert parse_word(SPEC, "b", "b64:AAE") == b"\x00\x01"
-    assert parse_word(SPEC, "s", "null") == "null"
+    assert parse_word(SPEC, "s", "null") is None
     assert parse_word(SPEC, "d", "null") is None
     with pytest.raises(InvalidFieldError):
         parse_word(SPEC, "k", "null")
     with pytest.raises(InvalidFieldError):
         parse_word(SPEC, "flag", "yes")
+
+
+def test_null_words_in_a_string_key_are_text() -> None:
+    spec = spi.TableSpec("t", [("name", "string"), ("note", "string")], ["name"])
+    assert parse_word(spec, "name", "null") == "null"
+    assert parse_word(spec, "note", "null") is None
+
+
+def test_parse_field() -> None:
+    spec = spi.TableSpec("t", [("name", "string"), ("k", "long"), ("n", "int"), ("s", "string")], ["name", "k"])
+    assert parse_field(spec, "s", "") == "" and parse_field(spec, "s", "null") == "null"
+    assert parse_field(spec, "n", "") is None
+    assert parse_field(spec, "n", "433.0") == 433 and parse_field(spec, "k", "-12.000") == -12
+    for column, text in (("name", ""), ("k", ""), ("n", "433.5"), ("n", "1e3"), ("n", "null"), ("n", "433.")):
+        with pytest.raises(InvalidFieldError) as e:
+            parse_field(spec, column, text)
+        assert e.value.column == column

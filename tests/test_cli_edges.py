@@ -1,0 +1,130 @@
+"""Rough edges a new user hits (issue 17): empty key fields and ``433.0`` in CSV/TSV,
+CSV errors inside multi-line records, ``null`` on the command line, invalid table
+names, and hints that speak ``kvctl`` with keys as ``col=value`` words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_support import ORDERS_FIELDS, PROVIDER_KINDS, Kvctl, Result, assert_one_error, provider_url
+
+EXTRA_FIELDS = ["--field", "n:int", "--field", "big:long", "--field", "note:string"]
+
+
+@pytest.fixture
+def kv(request: pytest.FixtureRequest, tmp_path: Path) -> Kvctl:
+    """kvctl on a fresh RocksDB store with an empty ``orders`` table (front-end
+    behaviour: one provider is enough)."""
+    runner = Kvctl(provider_url("rocksdb", tmp_path, request))
+    runner.ok("table", "create", "orders", *ORDERS_FIELDS, *EXTRA_FIELDS)
+    return runner
+
+
+def rows(kv: Kvctl) -> list[dict]:
+    return [json.loads(line) for line in kv.ok("scan", "orders", "-o", "ndjson").lines()]
+
+
+def put_file(kv: Kvctl, path: Path, text: str) -> Result:
+    path.write_text(text)
+    return kv("put", "orders", "--file", str(path))
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("a.csv", "region,id,status\neu,1,a\n,2,b\n", "line 3, column 'region'"),
+        ("b.csv", "id,region\n1,eu\n\n2,\n", "line 4, column 'region'"),
+        ("c.tsv", "region\tid\nus\t1\nus\t\n", "line 3, column 'id'"),
+        ("d.csv", 'region,id,status\neu,1,"two\nlines"\n"",2,x\n', "line 4, column 'region'"),
+    ],
+)
+def test_an_empty_key_field_is_an_error(kv: Kvctl, tmp_path: Path, name: str, text: str, where: str) -> None:
+    res = put_file(kv, tmp_path / name, text)
+    assert_one_error(res, 2)
+    assert where in res.err and "empty" in res.err
+    assert rows(kv) == []
+
+
+def test_a_json_row_may_still_carry_an_empty_string_key(kv: Kvctl, tmp_path: Path) -> None:
+    assert put_file(kv, tmp_path / "a.json", '[{"region": "", "id": 1}]').code == 0
+    assert [(r["region"], r["id"]) for r in rows(kv)] == [("", 1)]
+    assert kv.ok("put", "orders", '{"region": "", "id": 2}').out == "1\n"
+
+
+def test_csv_integers_may_be_written_as_whole_floats(kv: Kvctl, tmp_path: Path) -> None:
+    text = "region,id,n,big,total\neu,1.0,433.0,9007199254740993.00,433.0\neu,2,-0.0,,\nus,3, 7.0 ,,\n"
+    assert put_file(kv, tmp_path / "a.csv", text).code == 0
+    got = {r["id"]: (r["n"], r["big"], r["total"]) for r in rows(kv)}
+    assert got == {1: (433, 9007199254740993, 433.0), 2: (0, None, None), 3: (7, None, None)}
+    (tmp_path / "b.tsv").write_text("region\tid\tn\nap\t4\t12.000\n")
+    assert kv.ok("put", "orders", "--file", str(tmp_path / "b.tsv")).out == "1\n"
+
+
+@pytest.mark.parametrize(
+    ("value", "column"),
+    [("433.5", "n"), ("433.", "n"), ("4.33e2", "n"), ("1.0e3", "big"), ("3000000000.0", "n"), ("nan", "n")],
+)
+def test_a_fractional_or_out_of_range_csv_integer_is_an_error(
+    kv: Kvctl, tmp_path: Path, value: str, column: str
+) -> None:
+    res = put_file(kv, tmp_path / "a.csv", f"region,id,{column}\neu,1,1\neu,2,{value}\n")
+    assert_one_error(res, 2)
+    assert f"line 3, column '{column}'" in res.err
+    assert rows(kv) == []
+
+
+def test_whole_floats_stay_errors_on_the_command_line(kv: Kvctl) -> None:
+    assert_one_error(kv("get", "orders", "region=eu", "id=1.0"), 2)
+    assert_one_error(kv("put", "orders", '{"region": "eu", "id": 1, "n": "433.0"}'), 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ('region,id,note\neu,1,"one\ntwo\nthree"x\n', 2),  # bad quote at the end of a three-line record
+        ('region,id,note\neu,1,ok\n\neu,2,"a\nb"c\n', 4),  # after a blank line
+        ('region,id,note\neu,1,"never closed\neu,2,x\n', 2),  # unexpected end of data
+        ('"reg\nion"x,id\neu,1\n', 1),  # in the header
+    ],
+)
+def test_a_csv_error_names_the_line_its_record_starts_on(kv: Kvctl, tmp_path: Path, text: str, line: int) -> None:
+    res = put_file(kv, tmp_path / "a.csv", text)
+    assert_one_error(res, 2)
+    assert f"a.csv line {line}: malformed CSV" in res.err
+
+
+def test_a_bad_value_in_a_multi_line_record_names_its_first_line(kv: Kvctl, tmp_path: Path) -> None:
+    res = put_file(kv, tmp_path / "a.csv", 'region,id,note,n\neu,1,"a\nb\nc",x\n')
+    assert_one_error(res, 2)
+    assert "line 2, column 'n'" in res.err
+
+
+def test_null_on_the_command_line_is_null_in_string_columns_too(kv: Kvctl) -> None:
+    kv.ok("put", "orders", '{"region": "eu", "id": 1, "status": "open", "note": "x", "n": 1}')
+    kv.ok("update", "orders", "region=eu", "id=1", "--set", "status=null", "--set", "note=null", "--set", "n=null")
+    row = rows(kv)[0]
+    assert (row["status"], row["note"], row["n"]) == (None, None, None)
+    assert kv.ok("count", "orders", "--where", "status is null and note is null").out == "1\n"
+    # cas: null as the expected and as the new value
+    assert kv.ok("cas", "orders", "region=eu", "id=1", "--column", "note", "--expect", "null", "--set", "y").out == (
+        "true\n"
+    )
+    assert kv.ok("cas", "orders", "region=eu", "id=1", "--column", "note", "--expect", "y", "--set", "null").out == (
+        "true\n"
+    )
+    assert rows(kv)[0]["note"] is None
+    # the text "null" can still be written as JSON
+    kv.ok("put", "orders", '{"region": "eu", "id": 1, "note": "null"}')
+    assert rows(kv)[0]["note"] == "null"
+
+
+def test_null_in_a_key_column(kv: Kvctl) -> None:
+    # a string key column is never null: there `null` is the text
+    kv.ok("put", "orders", '{"region": "null", "id": 1, "status": "s"}')
+    assert json.loads(kv.ok("get", "orders", "region=null", "id=1").out)["status"] == "s"
+    assert kv.ok("count", "orders", "--prefix", "region=null").out == "1\n"
+    res = kv("get", "orders", "region=eu", "id=null")
+    assert_one_error(res, 2)
+    assert "key column 'id' cannot be null" in res.err
