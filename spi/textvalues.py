@@ -97,6 +97,13 @@ def _integer(text: str, column: str, ftype: FieldType, *, whole_float: bool = Fa
     return int(match.group(1), 10)
 
 
+def require_key_text(spec: TableSpec, column: str, text: str) -> None:
+    """Refuse an empty text for a key column where an empty field means "no value"
+    (CSV/TSV fields, the dashboard's new-row form): a key needs a value."""
+    if text == "" and spec.is_key(column):
+        raise InvalidFieldError(f"key column {column!r} is empty; every key column needs a value", column=column)
+
+
 def parse_field(spec: TableSpec, column: str, text: str) -> Any:
     """Convert a CSV/TSV field by the column's type and validate it.
 
@@ -109,8 +116,7 @@ def parse_field(spec: TableSpec, column: str, text: str) -> Any:
     ftype = spec.type_of(column)
     in_key = spec.is_key(column)
     value: Any
-    if text == "" and in_key:
-        raise InvalidFieldError(f"key column {column!r} is empty; every key column needs a value", column=column)
+    require_key_text(spec, column, text)
     if ftype is FieldType.STRING:
         value = text
     elif text == "":
