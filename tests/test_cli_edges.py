@@ -128,3 +128,43 @@ def test_null_in_a_key_column(kv: Kvctl) -> None:
     res = kv("get", "orders", "region=eu", "id=null")
     assert_one_error(res, 2)
     assert "key column 'id' cannot be null" in res.err
+
+
+BAD_NAME = "x; drop table y"
+COMMANDS_WITH_A_TABLE: list[list[str]] = [
+    ["scan", BAD_NAME],
+    ["count", BAD_NAME],
+    ["get", BAD_NAME, "id=1"],
+    ["put", BAD_NAME, "{}"],
+    ["put", BAD_NAME, "--file", "-"],
+    ["delete", BAD_NAME, "id=1"],
+    ["delete", BAD_NAME, "--all", "--yes"],
+    ["update", BAD_NAME, "id=1", "--set", "a=1"],
+    ["incr", BAD_NAME, "id=1", "--column", "a"],
+    ["cas", BAD_NAME, "id=1", "--column", "a", "--expect", "1", "--set", "2"],
+    ["table", "create", BAD_NAME, "--field", "a:string", "--pk", "a"],
+    ["table", "describe", BAD_NAME],
+    ["table", "alter", BAD_NAME, "--add-index", "a"],
+    ["table", "verify", BAD_NAME],
+    ["table", "drop", BAD_NAME, "--yes"],
+    ["export", BAD_NAME, "--out", "/tmp/nowhere"],
+    ["import", BAD_NAME, "--in", "/tmp/nowhere"],
+]
+
+
+@pytest.mark.parametrize("args", COMMANDS_WITH_A_TABLE, ids=lambda a: " ".join(a[:2]))
+def test_an_invalid_table_name_is_bad_input_on_every_command(kv: Kvctl, args: list[str]) -> None:
+    res = kv(*args, input='{"a": 1}')
+    assert_one_error(res, 2)
+    assert f"table name {BAD_NAME!r} is invalid" in res.err and res.out == ""
+    reserved = kv(*[a if a != BAD_NAME else "kv_orders" for a in args], input='{"a": 1}')
+    assert_one_error(reserved, 2)
+    assert "reserved" in reserved.err
+
+
+def test_an_invalid_table_name_in_txn_is_bad_input(kv: Kvctl) -> None:
+    ops = {"ops": [{"op": "put", "table": "orders", "row": {"region": "eu", "id": 1}}, {"op": "delete", "table": "a b", "key": {}}]}
+    res = kv("txn", input=json.dumps(ops))
+    assert_one_error(res, 2)
+    assert "op 1: table name 'a b' is invalid" in res.err and res.out == ""
+    assert rows(kv) == []
