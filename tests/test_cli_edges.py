@@ -168,3 +168,18 @@ def test_an_invalid_table_name_in_txn_is_bad_input(kv: Kvctl) -> None:
     assert_one_error(res, 2)
     assert "op 1: table name 'a b' is invalid" in res.err and res.out == ""
     assert rows(kv) == []
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("status = 'open' and and", "unexpected 'and' at position 21"),
+        ("total >= 100.5 or or region = 'eu'", "unexpected 'or' at position 19"),
+        ("status = 'open' and", "unexpected end of expression at position 20"),
+    ],
+)
+def test_where_errors_name_the_offending_token(kv: Kvctl, where: str, message: str) -> None:
+    for command in (["scan", "orders"], ["count", "orders"], ["delete", "orders", "--yes"]):
+        res = kv(*command, "--where", where)
+        assert_one_error(res, 2)
+        assert f"error: where: {message}" in res.err

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import spi
 from spi import col
@@ -15,6 +17,7 @@ from spi.planner import plan_scan
 from spi.registry import installed_providers, mask_password, split_scheme
 from spi.testing.fixtures import ORDERS
 from spi.textvalues import parse_field, parse_word
+from spi.where import KEYWORDS
 
 SPEC = spi.TableSpec(
     "t",
@@ -30,6 +33,18 @@ SPEC = spi.TableSpec(
     ["k"],
     ["s", "n"],
 )
+
+
+_CLAUSES = [
+    "s = 'open'",
+    "d >= 100.5",
+    "k in (1, 2)",
+    "ts is not null",
+    "n between 1 and 5",
+    "not s like 'a%'",
+    "(d < 3 or k = 2)",
+    "flag = true",
+]
 
 
 class TestParseWhere:
@@ -79,6 +94,65 @@ class TestParseWhere:
             spi.parse_where(text, SPEC)
         assert e.value.position == position
         assert str(position) in str(e.value)
+
+    @pytest.mark.parametrize(
+        ("text", "position", "token"),
+        [
+            ("s = 'open' and and", 16, "and"),
+            ("d >= 100.5 or or k = 1", 15, "or"),
+            ("s = 'a' AND Or k = 1", 13, "Or"),
+            ("not and s = 'a'", 5, "and"),
+            ("s in ('a', null, and)", 18, "and"),
+            ("n between 1 and and", 17, "and"),
+            ("k = 1 or between = 2", 10, "between"),
+            ("(s = 'a') and (like = 'x')", 16, "like"),
+            ("true = 1", 1, "true"),
+            ("s is not null and is null", 19, "is"),
+        ],
+    )
+    def test_keywords_are_never_column_names(self, text: str, position: int, token: str) -> None:
+        with pytest.raises(WhereSyntaxError) as e:
+            spi.parse_where(text, SPEC)
+        assert e.value.position == position and text[position - 1 :].startswith(token)
+        assert f"unexpected {token!r} at position {position}" in str(e.value)
+
+    def test_a_keyword_named_column_says_why_it_cannot_be_used(self) -> None:
+        spec = spi.TableSpec("t", [("k", "long"), ("in", "string")], ["k"])
+        with pytest.raises(WhereSyntaxError, match="'in' is a keyword") as e:
+            spi.parse_where("k = 1 and in = 'x'", spec)
+        assert e.value.position == 11
+
+    def test_names_starting_with_a_keyword_are_columns(self) -> None:
+        spec = spi.TableSpec("t", [("k", "long"), ("order", "long"), ("is_open", "bool"), ("notes", "string")], ["k"])
+        assert spi.parse_where("order = 1 and is_open = true or notes like 'a%'", spec) == Or(
+            (And((Compare("order", "==", 1), Compare("is_open", "==", True))), Like("notes", "a%"))
+        )
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        clauses=st.lists(st.sampled_from(_CLAUSES), min_size=2, max_size=5),
+        joiners=st.lists(st.sampled_from(["and", "or", "AND", "Or"]), min_size=4, max_size=4),
+        stray=st.sampled_from([k for k in KEYWORDS if k != "not"] + ["AND", "Null", "TRUE"]),
+        at=st.integers(min_value=0),
+        spaces=st.sampled_from([" ", "  ", "\t"]),
+    )
+    def test_a_stray_keyword_is_reported_where_it_stands(
+        self, clauses: list[str], joiners: list[str], stray: str, at: int, spaces: str
+    ) -> None:
+        """A keyword right after a joiner (where a column or '(' must come) is the
+        error, at its own 1-based position."""
+        gap = at % (len(clauses) - 1)
+        text = ""
+        for i, clause in enumerate(clauses):
+            if i:
+                text += f"{spaces}{joiners[i - 1]}{spaces}"
+                if i - 1 == gap:
+                    position = len(text) + 1
+                    text += f"{stray}{spaces}"
+            text += clause
+        with pytest.raises(WhereSyntaxError) as e:
+            spi.parse_where(text, SPEC)
+        assert e.value.position == position, text
 
     @pytest.mark.parametrize(
         "text",
