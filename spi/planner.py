@@ -103,8 +103,7 @@ def check_order_by(spec: TableSpec, order_by: str | None) -> str | None:
     if spec.is_key(order_by) or spec.is_indexed(order_by):
         return order_by
     raise InvalidFieldError(
-        f"cannot order {spec.name!r} by {order_by!r}: it is neither a key column nor indexed; "
-        f"add an index on it (create_or_update with indexes=[..., {order_by!r}])",
+        f"cannot order {spec.name!r} by {order_by!r}: it is neither a key column nor indexed; add an index on it",
         column=order_by,
     )
 

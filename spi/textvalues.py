@@ -10,8 +10,11 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import json
 import math
 import re
+import shlex
+from collections.abc import Sequence
 from typing import Any
 
 from spi.errors import InvalidFieldError
@@ -156,3 +159,25 @@ def to_json_value(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
+
+
+def to_word(value: Any) -> str:
+    """A value as written on the command line (what :func:`parse_word` reads):
+    ``null``, ``true``/``false``, numbers, ISO 8601 timestamps, ``b64:...`` bytes,
+    strings as they are."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, bytes):
+        return "b64:" + base64.b64encode(value).decode("ascii")
+    value = to_json_value(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value) if isinstance(value, (int, float)) else str(value)
+
+
+def key_words(spec: TableSpec, key: Sequence[Any]) -> str:
+    """A key (values in key order) as ``col=value`` words, ``region=eu id=42``, each
+    quoted for a POSIX shell where it needs it, as messages show keys."""
+    return " ".join(shlex.quote(f"{column}={to_word(value)}") for column, value in zip(spec.primary_key, key))

@@ -163,7 +163,12 @@ def test_an_invalid_table_name_is_bad_input_on_every_command(kv: Kvctl, args: li
 
 
 def test_an_invalid_table_name_in_txn_is_bad_input(kv: Kvctl) -> None:
-    ops = {"ops": [{"op": "put", "table": "orders", "row": {"region": "eu", "id": 1}}, {"op": "delete", "table": "a b", "key": {}}]}
+    ops = {
+        "ops": [
+            {"op": "put", "table": "orders", "row": {"region": "eu", "id": 1}},
+            {"op": "delete", "table": "a b", "key": {}},
+        ]
+    }
     res = kv("txn", input=json.dumps(ops))
     assert_one_error(res, 2)
     assert "op 1: table name 'a b' is invalid" in res.err and res.out == ""
@@ -183,3 +188,75 @@ def test_where_errors_name_the_offending_token(kv: Kvctl, where: str, message: s
         res = kv(*command, "--where", where)
         assert_one_error(res, 2)
         assert f"error: where: {message}" in res.err
+
+
+@pytest.fixture(params=PROVIDER_KINDS)
+def kv_each(request: pytest.FixtureRequest, tmp_path: Path) -> Kvctl:
+    """kvctl on every provider (their write paths raise these errors), with
+    ``orders`` holding ``region=eu id=1``."""
+    runner = Kvctl(provider_url(request.param, tmp_path, request))
+    runner.ok("table", "create", "orders", *ORDERS_FIELDS)
+    runner.ok("put", "orders", '{"region": "eu", "id": 1}')
+    return runner
+
+
+def not_done(res: Result, text: str) -> None:
+    assert_one_error(res, 1)
+    assert text in res.err, res.err
+    assert "('" not in res.err and "create_or_update" not in res.err and "=..." not in res.err
+
+
+def test_errors_show_keys_as_col_value_words(kv_each: Kvctl) -> None:
+    kv = kv_each
+    exists = "a row with key region=eu id=1 already exists in 'orders'"
+    not_done(kv("put", "orders", '{"region": "eu", "id": 1}', "--if-absent"), exists)
+    res = kv(
+        "put", "orders", "--file", "-", "--mode", "insert", input='{"region": "eu", "id": 2}\n{"region": "eu", "id": 1}'
+    )
+    not_done(res, f"stdin line 2: {exists}")
+    res = kv("put", "orders", "--file", "-", "--mode", "insert", input='{"region": "a b", "id": 3}\n' * 2)
+    not_done(res, "stdin line 2: key 'region=a b' id=3 appears twice in the input")
+    not_done(kv("update", "orders", "region=eu", "id=1", "--set", "status=x", "--if-version", "9"),
+             "row region=eu id=1 in 'orders' is at version 1, not 9")  # fmt: skip
+    not_done(kv("delete", "orders", "region=eu", "id=1", "--if-version", "2"), "row region=eu id=1 in 'orders'")
+    not_done(kv("put", "orders", '{"region": "us", "id": 1}', "--if-version", "1"),
+             "no row with key region=us id=1 in 'orders' (expected version 1)")  # fmt: skip
+    not_done(kv("get", "orders", "region=a b", "id=3"), "no row with key 'region=a b' id=3 in 'orders'")
+    res = kv(
+        "txn",
+        input=json.dumps(
+            {"ops": [{"op": "put", "table": "orders", "row": {"region": "eu", "id": 1}, "if_absent": True}]}
+        ),
+    )
+    not_done(res, exists)
+    assert json.loads(res.out)["reason"] == exists
+
+
+def test_update_of_a_missing_row_shows_the_option_that_creates_it(kv_each: Kvctl) -> None:
+    kv = kv_each
+    res = kv("update", "orders", "region=us", "id=7", "--set", "status=new")
+    not_done(res, "no row with key region=us id=7 in 'orders' to update; add --default '{}' to create it")
+    assert kv.ok("update", "orders", "region=us", "id=7", "--set", "status=new", "--default", "{}").out == "1\n"
+    assert json.loads(kv.ok("get", "orders", "region=us", "id=7").out)["status"] == "new"
+
+
+def test_order_by_an_unindexed_column_shows_the_command_that_indexes_it(kv_each: Kvctl) -> None:
+    kv = kv_each
+    hint = "kvctl table alter orders --add-index total"
+    for extra in ([], ["--explain"]):
+        res = kv("scan", "orders", "--order-by", "total", *extra)
+        assert_one_error(res, 2)
+        assert res.err.rstrip().endswith(hint) and "indexes=" not in res.err
+    kv.ok(*hint.split()[1:])
+    assert kv.ok("scan", "orders", "--order-by", "total").lines()
+
+
+def test_keys_of_every_type_read_as_words(kv: Kvctl) -> None:
+    kv.ok("table", "create", "events", "--field", "ts:timestamp", "--field", "b:bytes", "--field", "ok:bool",
+          "--field", "x:double", "--pk", "ts,b,ok,x")  # fmt: skip
+    row = '{"ts": "2024-05-01T12:00:00+02:00", "b": "AAE=", "ok": true, "x": 1.5}'
+    kv.ok("put", "events", row)
+    res = kv("put", "events", row, "--if-absent")
+    words = "ts=2024-05-01T10:00:00+00:00 b=b64:AAE= ok=true x=1.5"
+    not_done(res, f"a row with key {words} already exists in 'events'")
+    assert kv.ok("get", "events", *words.split()).lines()  # the words read back as the key

@@ -15,8 +15,9 @@ from spi.filters import And, Compare, In, IsNull, Like, Not, Or, evaluate
 from spi.keys import ResolvedRange
 from spi.planner import plan_scan
 from spi.registry import installed_providers, mask_password, split_scheme
+from spi.spec import plan_schema_change
 from spi.testing.fixtures import ORDERS
-from spi.textvalues import parse_field, parse_word
+from spi.textvalues import key_words, parse_field, parse_word, to_word
 from spi.where import KEYWORDS
 
 SPEC = spi.TableSpec(
@@ -308,3 +309,24 @@ def test_parse_field() -> None:
         with pytest.raises(InvalidFieldError) as e:
             parse_field(spec, column, text)
         assert e.value.column == column
+
+
+def test_keys_read_as_command_line_words() -> None:
+    spec = spi.TableSpec(
+        "t",
+        [("s", "string"), ("k", "long"), ("ts", "timestamp"), ("b", "bytes"), ("f", "bool")],
+        ["s", "k", "ts", "b", "f"],
+    )
+    key = ("a b", -3, dt.datetime(2024, 5, 1, tzinfo=dt.UTC), b"\x00\x01", False)
+    assert key_words(spec, key) == "'s=a b' k=-3 ts=2024-05-01T00:00:00+00:00 b=b64:AAE= f=false"
+    assert key_words(spec, ("it's", 1, key[2], b"", True)).startswith("'s=it'\"'\"'s' k=1 ")
+    for column, value in zip(spec.primary_key, key):
+        assert parse_word(spec, column, to_word(value)) == value  # the words read back
+
+
+def test_schema_messages_speak_no_python() -> None:
+    old = spi.TableSpec("t", [("a", "long"), ("b", "long")], ["a", "b"])
+    with pytest.raises(spi.IncompatibleSchemaError, match=r"from \(a, b\) to \(b, a\)"):
+        plan_schema_change(old, spi.TableSpec("t", [("a", "long"), ("b", "long")], ["b", "a"]))
+    with pytest.raises(SchemaError, match=r'got \{"name": "a"\}'):
+        spi.TableSpec.from_dict({"name": "t", "fields": [{"name": "a"}], "primary_key": ["a"]})

@@ -21,6 +21,7 @@ from providers.postgres.sql import range_condition
 from spi.errors import RowExistsError
 from spi.keys import ResolvedRange, key_of
 from spi.spec import TableSpec
+from spi.textvalues import key_words
 from spi.types import FieldType
 
 COPY_TYPES = {
@@ -105,7 +106,7 @@ def _load_group(
         ).first()
         if clash is not None:
             key = keys[clash[0]]
-            raise RowExistsError(f"a row with key {key!r} already exists in {spec.name!r}", key=key)
+            raise RowExistsError(f"a row with key {key_words(spec, key)} already exists in {spec.name!r}", key=key)
     select = sa.select(*(temp.c[c] for c in columns), sa.literal(1, sa.BigInteger))
     stmt = pg_insert(target).from_select([*columns, VERSION], select)
     if mode != "insert":
