@@ -271,7 +271,16 @@ class TestPlanner:
 
     def test_key_prefix_for_first_key_column(self) -> None:
         text = self.plan((col("region") == "eu") & (col("status") == "x"))
-        assert "primary key" in text and "('eu',)" in text
+        assert "read primary key of 'orders' in [region=eu, region=eu]" in text  # keys as words, no Python
+
+    def test_explain_writes_values_as_where_literals(self) -> None:
+        assert "status in ('a', 'it''s')" in self.plan(col("status").isin(["a", "it's"]))
+        spec = spi.TableSpec("t", [("k", "long"), ("b", "bytes")], ["k"], ["b"])
+        bound = spi.filters.bind(col("b") >= b"\x00\x01", spec)
+        text = plan_scan(spec, ResolvedRange.everything(), bound, ordered=False).describe(spec)
+        assert "b >= 'b64:AAE='" in text
+        assert str(col("b") == b"\x00\x01") == "b = 'b64:AAE='"  # reads back through parse_where
+        assert spi.parse_where(str(col("b") == b"\x00\x01"), spec) == Compare("b", "==", b"\x00\x01")
 
     def test_range_on_index_used_when_order_free(self) -> None:
         assert "read index" not in self.plan(col("status") > "m")
