@@ -9,6 +9,7 @@ expression is true are returned.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -53,7 +54,7 @@ class Compare(Expr):
     value: Any
 
     def __str__(self) -> str:
-        return f"{self.column} {'=' if self.op == '==' else self.op} {_lit(self.value)}"
+        return f"{self.column} {'=' if self.op == '==' else self.op} {where_literal(self.value)}"
 
 
 @dataclass(frozen=True, eq=True)
@@ -64,7 +65,7 @@ class In(Expr):
     values: tuple[Any, ...]
 
     def __str__(self) -> str:
-        return f"{self.column} in ({', '.join(_lit(v) for v in self.values)})"
+        return f"{self.column} in ({', '.join(where_literal(v) for v in self.values)})"
 
 
 @dataclass(frozen=True, eq=True)
@@ -89,7 +90,7 @@ class Like(Expr):
     pattern: str
 
     def __str__(self) -> str:
-        return f"{self.column} like {_lit(self.pattern)}"
+        return f"{self.column} like {where_literal(self.pattern)}"
 
 
 @dataclass(frozen=True, eq=True)
@@ -126,13 +127,17 @@ def _paren(e: Expr) -> str:
     return f"({e})" if isinstance(e, (And, Or)) else str(e)
 
 
-def _lit(value: Any) -> str:
+def where_literal(value: Any) -> str:
+    """A value as a where-clause literal: quoted strings, ``null``, ``true``/``false``,
+    quoted ISO 8601 timestamps, ``'b64:...'`` bytes, numbers."""
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, bytes):
+        return "'b64:" + base64.b64encode(value).decode("ascii") + "'"
     if hasattr(value, "isoformat"):
         return f"'{value.isoformat()}'"
     return repr(value)

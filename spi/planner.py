@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from spi.errors import InvalidFieldError
-from spi.filters import And, Compare, Expr, In, conjuncts
+from spi.filters import And, Compare, Expr, In, conjuncts, where_literal
 from spi.keys import ResolvedRange
 from spi.spec import TableSpec
+from spi.textvalues import key_words
 from spi.types import sort_key
 
 _BOUND_OPS = ("<", "<=", ">", ">=")
@@ -38,9 +39,9 @@ class ValueBounds:
         """Human-readable form for ``explain``."""
         parts = []
         if self.lo is not None:
-            parts.append(f"{column} {'>=' if self.lo_inclusive else '>'} {self.lo!r}")
+            parts.append(f"{column} {'>=' if self.lo_inclusive else '>'} {where_literal(self.lo)}")
         if self.hi is not None:
-            parts.append(f"{column} {'<=' if self.hi_inclusive else '<'} {self.hi!r}")
+            parts.append(f"{column} {'<=' if self.hi_inclusive else '<'} {where_literal(self.hi)}")
         return " and ".join(parts) or f"{column} is not null"
 
 
@@ -73,7 +74,7 @@ class Plan:
             lines.append(f"read primary key of {spec.name!r} in {_range_text(spec, self.key_range)}")
         else:
             if self.index_points is not None:
-                what = f"{self.index} in ({', '.join(repr(v) for v in self.index_points)})"
+                what = f"{self.index} in ({', '.join(where_literal(v) for v in self.index_points)})"
             else:
                 what = (self.index_bounds or ValueBounds()).describe(self.index)
             lines.append(f"read index {self.index!r} of {spec.name!r} for {what}")
@@ -88,8 +89,8 @@ class Plan:
 def _range_text(spec: TableSpec, r: ResolvedRange) -> str:
     if r.start is None and r.end is None:
         return "the whole key range"
-    lo = "-inf" if r.start is None else repr(r.start)
-    hi = "+inf" if r.end is None else repr(r.end)
+    lo = "-inf" if r.start is None else key_words(spec, r.start)
+    hi = "+inf" if r.end is None else key_words(spec, r.end)
     return f"{'[' if r.start_inclusive else '('}{lo}, {hi}{']' if r.end_inclusive else ')'}"
 
 
@@ -103,8 +104,7 @@ def check_order_by(spec: TableSpec, order_by: str | None) -> str | None:
     if spec.is_key(order_by) or spec.is_indexed(order_by):
         return order_by
     raise InvalidFieldError(
-        f"cannot order {spec.name!r} by {order_by!r}: it is neither a key column nor indexed; "
-        f"add an index on it (create_or_update with indexes=[..., {order_by!r}])",
+        f"cannot order {spec.name!r} by {order_by!r}: it is neither a key column nor indexed; add an index on it",
         column=order_by,
     )
 

@@ -239,3 +239,17 @@ async def test_stale_edit_is_refused(provider: Any) -> None:
         await settle(app, pilot)
         assert "error: " in status_line(app) and "version" in status_line(app)
         assert t.read((region, int(id_)))["note"] == "changed elsewhere"
+
+
+@run_async
+async def test_an_empty_key_field_is_refused(provider: Any) -> None:
+    t = provider.table("orders")
+    async with dashboard(provider, height=50) as (app, pilot):
+        await pilot.press("a")
+        await pilot.pause()
+        await fill(pilot, "#field-id", "7")
+        await fill(pilot, "#field-total", "2.5")
+        await pilot.click("#save")
+        await settle(app, pilot)
+        assert "error: key column 'region' is empty" in status_line(app)
+        assert t.read(("", 7)) is None and t.count() == 150

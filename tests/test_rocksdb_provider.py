@@ -191,9 +191,9 @@ def test_verify_reports_real_corruption(url: str, tmp_path: Path) -> None:
     with spi.connect(url) as p:
         problems = p.admin.verify("acct")
     text = "\n".join(problems)
-    assert "row (0,): index 'tag' has no entry" in text
+    assert "row k=0: index 'tag' has no entry" in text
     assert "points to a missing row" in text
-    assert "'zz' does not match its row" in text
+    assert "value zz does not match its row" in text
     assert "cannot decode" in text
 
 

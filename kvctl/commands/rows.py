@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+import spi
 from kvctl import bulk, options
 from kvctl.common import json_object, open_table, parse_columns, parse_where, typed_values
 from kvctl.completion import complete_column_word
@@ -13,7 +14,7 @@ from kvctl.errors import CliError, NotDone
 from kvctl.keys import build_range, parse_assignments, parse_key
 from kvctl.output import RowPrinter, print_value
 from kvctl.state import get_state
-from spi.textvalues import parse_word
+from spi.textvalues import key_words, parse_word
 from spi.validate import validate_row
 
 
@@ -96,9 +97,10 @@ def get(
     """Print one row. A missing row prints nothing on stdout and exits 1."""
     handle, spec = open_table(ctx, table)
     cols = parse_columns(spec, columns)
-    row = handle.read(parse_key(spec, key), columns=cols)
+    k = parse_key(spec, key)
+    row = handle.read(k, columns=cols)
     if row is None:
-        raise NotDone(f"no row with key {' '.join(key)} in {table!r}")
+        raise NotDone(f"no row with key {key_words(spec, [k[c] for c in spec.primary_key])} in {table!r}")
     values: dict[str, Any] = row.to_dict()
     if versions:
         values["_version"] = row.version
@@ -164,7 +166,13 @@ def update(
     k = parse_key(spec, key)
     changes = parse_assignments(spec, set_)
     base = None if default is None else typed_values(spec, json_object(default, "--default"), "--default")
-    print_value(handle.update(k, changes, default=base, version=if_version))
+    try:
+        version = handle.update(k, changes, default=base, version=if_version)
+    except spi.RowNotFoundError as exc:
+        if base is not None or if_version is not None:
+            raise
+        raise NotDone(f"{exc}; add --default '{{}}' to create it") from None
+    print_value(version)
 
 
 def incr(

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+import spi
 from kvctl import options, paging
 from kvctl.common import open_table, parse_columns, parse_where
 from kvctl.completion import complete_column
@@ -13,6 +14,7 @@ from kvctl.errors import CliError
 from kvctl.keys import build_range
 from kvctl.output import RowPrinter, print_value
 from kvctl.state import get_state
+from spi.planner import check_order_by
 
 
 def scan(
@@ -54,6 +56,8 @@ def scan(
     rng = build_range(spec, prefix=prefix, ge=ge, gt=gt, le=le, lt=lt)
     expr = parse_where(spec, where)
     cols: list[str] | None = [] if keys_only else parse_columns(spec, columns)
+    if not count:
+        _check_order_by(spec, order_by)
     if explain:
         print(handle.explain(rng, where=expr, order_by=order_by))
         return
@@ -68,6 +72,17 @@ def scan(
         printer.add({**row.to_dict(), "_version": row.version} if versions else row)
     printer.close()
     paging.continue_hint(printer.count, pages.token)
+
+
+def _check_order_by(spec: spi.TableSpec, order_by: str | None) -> None:
+    """``--order-by`` names a key or indexed column; else the error shows the command
+    that adds the index."""
+    try:
+        check_order_by(spec, order_by)
+    except spi.InvalidFieldError as exc:
+        if order_by is None or not spec.has_column(order_by):
+            raise
+        raise CliError(f"{exc}: kvctl table alter {spec.name} --add-index {order_by}") from None
 
 
 def count(

@@ -23,7 +23,7 @@ SpecFile = Annotated[str | None, typer.Option("--spec", help="A spec file (JSON,
 @app.command()
 def create(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The new table's name.")],
+    name: Annotated[str, typer.Argument(help="The new table's name.", callback=options.table_name)],
     spec: SpecFile = None,
     field: Annotated[list[str] | None, typer.Option("--field", help="col:type (repeat).")] = None,
     pk: Annotated[str | None, typer.Option("--pk", help="Key columns in order: a,b.")] = None,

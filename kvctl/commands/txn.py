@@ -73,6 +73,10 @@ def _check_shape(i: int, op: Any) -> None:
         raise CliError(f"op {i} ({op['op']}): unknown key(s) {', '.join(sorted(keys - required - optional))}")
     if not isinstance(op["table"], str):
         raise CliError(f'op {i}: "table" must be a string')
+    try:
+        options.table_name(op["table"])
+    except spi.SchemaError as exc:
+        raise CliError(f"op {i}: {exc}") from None
     for name in ("row", "key", "set", "default"):
         if name in op and not isinstance(op[name], dict):
             raise CliError(f"op {i}: {name!r} must be a JSON object")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import spi
-from spi.textvalues import parse_word
+from spi.textvalues import parse_word, require_key_text
 
 PAGE_SIZE = 100
 
@@ -84,6 +84,9 @@ class TableBrowser:
         """Write edited cell texts (words as on the command line) for a new or
         existing row; only the version shown is overwritten (conditional update)."""
         spec = self.spec
+        if row is None:
+            for column in spec.primary_key:
+                require_key_text(spec, column, edits.get(column, ""))
         values = {c: parse_word(spec, c, text) for c, text in edits.items()}
         table = self.provider.table(self.name)
         if row is None:

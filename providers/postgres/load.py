@@ -23,6 +23,7 @@ from providers.postgres.sql import range_condition
 from spi.errors import KvError, RowExistsError
 from spi.keys import ResolvedRange
 from spi.spec import TableSpec
+from spi.textvalues import key_words
 from spi.types import FieldType
 from spi.validate import validate_row
 
@@ -117,7 +118,7 @@ def _refuse_existing(
     cursor.close()
     if taken:
         key = next(batch.key_tuple(k) for k in keys if batch.key_tuple(k) in taken)
-        raise RowExistsError(f"a row with key {key!r} already exists in {spec.name!r}", key=key)
+        raise RowExistsError(f"a row with key {key_words(spec, key)} already exists in {spec.name!r}", key=key)
 
 
 def _temp_table(tx: PgSession, target: sa.Table, columns: tuple[str, ...]) -> sa.Table:
