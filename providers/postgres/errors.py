@@ -56,6 +56,9 @@ def translate(exc: BaseException, where: str, secret: str | None = None) -> KvEr
         return LimitExceededError(f"value too large for PostgreSQL on {where}: {limit}")
     if state is not None and state.startswith("22"):
         return InvalidFieldError(f"value rejected by {where}: {reason}")
+    if state == "57014":
+        # query_canceled: a statement_timeout (the URL's or the server's) or an administrator
+        return ProviderUnavailableError(f"PostgreSQL at {where} cancelled the statement: {reason}")
     if state is not None and state.startswith(_UNAVAILABLE_CLASSES):
         return ProviderUnavailableError(f"PostgreSQL at {where} is unavailable: {reason}")
     orig = getattr(exc, "orig", None) or exc
