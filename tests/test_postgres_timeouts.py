@@ -123,7 +123,7 @@ def test_without_statement_timeout_a_waiting_statement_waits(pg_server: Any, pg_
     with _locked(pg_server, p.schema, "T"):
         reader = threading.Thread(target=lambda: got.append(p.table("T").read((1,))))
         reader.start()
-        reader.join(3)
+        reader.join(5)  # the watchdog checks the server after 2 s and 4 s of silence: it answers
         assert reader.is_alive() and not got  # still waiting for the lock
     reader.join(10)
     assert got and got[0]["k"] == 1
@@ -149,3 +149,80 @@ def test_connections_have_tcp_keepalives(pg_factory: Callable[..., Any]) -> None
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 5
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 4  # the URL's
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 30_000
+
+
+def _in_thread(fn: Callable[[], Any], within: float) -> Any:
+    """``fn()``'s result or exception, failing the test if it takes over ``within`` seconds
+    (the thread is left behind: thawing the server lets it finish)."""
+    import threading
+
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(fn())
+        except BaseException as exc:  # handed to the test
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(within)
+    assert not thread.is_alive(), f"still waiting after {within} s"
+    return outcome[0]
+
+
+@pytest.fixture
+def opened(frozen: ThrowawayPostgres) -> Iterator[Any]:
+    """A provider on the spare server (connect_timeout 2 s) with a table T holding k=1,
+    read once through each path so that both kinds of connection are open."""
+    import uuid
+
+    p = spi.connect(_url(frozen.url, schema=f"s_{uuid.uuid4().hex[:8]}", connect_timeout=2))
+    p.admin.create(spi.TableSpec("T", [spi.Field("k", "long")], ["k"]))
+    p.table("T").upsert({"k": 1})
+    assert p.table("T").read((1,)) is not None  # the transaction path: a pooled connection
+    assert p.table("T").read((1,)) is not None  # the one-statement path: its own connection
+    try:
+        yield p
+    finally:
+        frozen.thaw()
+        p.close()
+
+
+def _read_in_transaction(p: Any) -> Any:
+    with p.transaction() as tx:
+        return tx.table("T").read((1,))
+
+
+@pytest.mark.parametrize("read", [lambda p: p.table("T").read((1,)), _read_in_transaction])
+def test_a_server_hung_with_connections_open_is_noticed(
+    frozen: ThrowawayPostgres, opened: Any, read: Callable[[Any], Any]
+) -> None:
+    """Every server process stopped: statements on open connections get no answer,
+    although the kernel acknowledges them (keepalives and statement_timeout cannot help)."""
+    frozen.freeze(everything=True)
+    start = time.monotonic()
+    error = _in_thread(lambda: read(opened), 2 + SLACK)
+    assert isinstance(error, spi.ProviderUnavailableError), error
+    assert "\n" not in str(error) and "127.0.0.1" in str(error)
+    assert time.monotonic() - start < 2 + SLACK
+    frozen.thaw()
+    assert read(opened)["k"] == 1  # the provider recovers with the server
+
+
+def test_a_statement_in_a_transaction_on_a_hung_server_says_so(frozen: ThrowawayPostgres, opened: Any) -> None:
+    with pytest.raises(spi.ProviderUnavailableError) as error, opened.transaction() as tx:
+        table = tx.table("T")
+        assert table.read((1,)) is not None
+        frozen.freeze(everything=True)
+        start = time.monotonic()
+        try:
+            outcome = _in_thread(lambda: table.read((1,)), 2 + SLACK)
+        finally:
+            frozen.thaw()  # before the rollback, whatever happened
+        elapsed = time.monotonic() - start
+        raise outcome
+    message = str(error.value)
+    assert message.startswith("PostgreSQL at ") and "stopped answering" in message, message
+    assert "no reply for 2 s and a new connection none within 2 s" in message
+    assert 2 <= elapsed < 2 + 2 + 2, elapsed  # the silence, the check, the sampling
