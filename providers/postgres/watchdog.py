@@ -59,7 +59,8 @@ class _Watched:
 
     def stalled(self) -> bool | None:
         """Whether a statement has waited ``check_after`` seconds without a byte from
-        the server; None once the connection is closed or gone."""
+        the server; None once the connection is closed or gone. (psycopg's status
+        reads are safe while another thread uses the connection.)"""
         import psycopg.pq
 
         conn = self.conn()
@@ -108,7 +109,10 @@ class Watchdog:
         self._verdict = None  # the server has just answered a connection
         if not _TCP_INFO:
             return
-        sock = socket.socket(fileno=os.dup(conn.fileno()))
+        try:
+            sock = socket.socket(fileno=os.dup(conn.fileno()))
+        except OSError:
+            return  # out of descriptors: this connection goes unwatched
         if sock.family not in (socket.AF_INET, socket.AF_INET6):
             sock.close()
             return
