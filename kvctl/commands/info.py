@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from kvctl import options
+from kvctl import config, options
 from kvctl.groups import sub_app
 from kvctl.output import print_rows
 from kvctl.state import get_state
@@ -31,18 +31,33 @@ def providers(ctx: typer.Context, output: options.Output = None) -> None:
 
 @config_app.command("show")
 def config_show(ctx: typer.Context, output: options.Output = None) -> None:
-    """Print the provider URL (password masked), the profile, the config file, and where each came from."""
-    settings = get_state(ctx).settings()
+    """Print the provider URL, the profile and the config file with where each came from,
+    then every profile of the file. Passwords show as ***; an unset password_env
+    variable shows as missing."""
+    from spi import mask_password
+
+    state = get_state(ctx)
+    settings = config.resolve(url=state.url, profile=state.profile, config=state.config_file, need_password=False)
+    path = settings.config_file
+    profiles = {} if path is None else config.all_profiles(path)  # a bad file fails before anything is printed
     rows: list[dict[str, Any]] = [
         {"setting": "url", "value": settings.masked_url, "source": settings.url_source},
         {"setting": "profile", "value": settings.profile, "source": settings.profile_source},
-        {
-            "setting": "config_file",
-            "value": None if settings.config_file is None else str(settings.config_file),
-            "source": settings.config_source,
-        },
     ]
-    print_rows(get_state(ctx).output_format(output), ["setting", "value", "source"], rows)
+    if settings.password_env is not None:
+        rows.append(_password_row("password", settings.password_env, settings.password_missing))
+    rows.append(
+        {"setting": "config_file", "value": None if path is None else str(path), "source": settings.config_source}
+    )
+    for name, profile in profiles.items():
+        rows.append({"setting": f"profiles.{name}.url", "value": mask_password(profile.url), "source": f"file {path}"})
+        if profile.password_env is not None:
+            rows.append(_password_row(f"profiles.{name}.password", profile.password_env, profile.password_missing))
+    print_rows(state.output_format(output), ["setting", "value", "source"], rows)
+
+
+def _password_row(setting: str, variable: str, missing: bool) -> dict[str, Any]:
+    return {"setting": setting, "value": "missing" if missing else "***", "source": f"env {variable}"}
 
 
 def dashboard(ctx: typer.Context) -> None:
