@@ -64,7 +64,12 @@ def dashboard(ctx: typer.Context) -> None:
     """Open the Textual dashboard on the resolved provider (browse, filter, edit)."""
     from kvctl.tui import run_dashboard  # textual is imported only here
 
-    run_dashboard(get_state(ctx).settings().url)
+    state = get_state(ctx)
+    # Opened and first used here, not in the dashboard, so that a store that does not
+    # exist (or a server that is down) is an error line before the screen takes over.
+    provider = state.provider(create=False)
+    provider.admin.list_tables()
+    run_dashboard(state.settings().url, provider=provider)
 
 
 def register(app: typer.Typer) -> None:

@@ -36,11 +36,11 @@ def migrate(
                     "state": s.state + (" (file modified since)" if s.modified else ""),
                     "applied_at": s.applied_at,
                 }
-                for s in migration_status(state.provider(), found)
+                for s in migration_status(state.provider(create=False), found)
             ]
             print_rows(state.output_format(output), ["version", "description", "state", "applied_at"], rows)
             return
-        applied = apply_migrations(state.provider(), found, target=to)
+        applied = apply_migrations(state.provider(create=True), found, target=to)
     except MigrationFileError as exc:
         raise CliError(str(exc)) from None
     except MigrationStateError as exc:

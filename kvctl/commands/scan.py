@@ -50,7 +50,7 @@ def scan(
         raise CliError("--keys-only and --columns cannot be used together")
     if explain and count:
         raise CliError("--explain and --count cannot be used together")
-    handle, spec = open_table(ctx, table)
+    handle, spec = open_table(ctx, table, create=False)
     rng = build_range(spec, prefix=prefix, ge=ge, gt=gt, le=le, lt=lt)
     expr = parse_where(spec, where)
     cols: list[str] | None = [] if keys_only else parse_columns(spec, columns)
@@ -82,7 +82,7 @@ def count(
     output: options.Output = None,
 ) -> None:
     """Print how many rows are in the range and match --where."""
-    handle, spec = open_table(ctx, table)
+    handle, spec = open_table(ctx, table, create=False)
     rng = build_range(spec, prefix=prefix, ge=ge, gt=gt, le=le, lt=lt)
     print_value(handle.count(rng, where=parse_where(spec, where)))
 

@@ -33,7 +33,7 @@ def create(
     if spec is not None and (field or pk is not None or index):
         raise CliError("give either --spec FILE or --field/--pk/--index, not both")
     table_spec = specs.read_spec_file(spec, name) if spec else specs.from_options(name, field or [], pk, index or [])
-    get_state(ctx).provider().admin.create(table_spec)
+    get_state(ctx).provider(create=True).admin.create(table_spec)
     print(f"created table {name!r}", file=sys.stderr)
 
 
@@ -44,7 +44,7 @@ def list_tables(
     output: options.Output = None,
 ) -> None:
     """List the tables, sorted by name."""
-    provider = get_state(ctx).provider()
+    provider = get_state(ctx).provider(create=False)
     names = provider.admin.list_tables()
     rows = ({"name": n, "rows": provider.table(n).count()} if counts else {"name": n} for n in names)
     print_rows(get_state(ctx).output_format(output), ["name", "rows"] if counts else ["name"], rows)
@@ -57,7 +57,7 @@ def describe(
     output: options.Output = None,
 ) -> None:
     """Show a table's spec (-o json prints the --spec file shape)."""
-    spec = get_state(ctx).provider().admin.get_spec(name)
+    spec = get_state(ctx).provider(create=False).admin.get_spec(name)
     fmt = get_state(ctx).output_format(output)
     if fmt in (OutputFormat.json, OutputFormat.ndjson):
         print_document(fmt, spec.to_dict())
@@ -93,7 +93,7 @@ def alter(
         raise CliError("give either --spec FILE or --add-field/--add-index/--drop-index, not both")
     if spec is None and not changes:
         raise CliError("nothing to change: give --spec FILE or --add-field/--add-index/--drop-index")
-    admin = get_state(ctx).provider().admin
+    admin = get_state(ctx).provider(create=True).admin
     if spec is not None:
         new = specs.read_spec_file(spec, name)
     else:
@@ -105,7 +105,7 @@ def alter(
 @app.command()
 def verify(ctx: typer.Context, name: options.Table, output: options.Output = None) -> None:
     """Check a table's consistency (rows vs indexes); exit 1 if problems are found."""
-    provider = get_state(ctx).provider()
+    provider = get_state(ctx).provider(create=False)
     if Capability.VERIFY not in provider.capabilities:
         raise CliError(f"the provider at {provider.url} does not support verify")
     problems = provider.admin.verify(name)
@@ -120,7 +120,7 @@ def drop(ctx: typer.Context, name: options.Table, yes: options.Yes = False) -> N
     """Drop a table and all its rows (needs --yes)."""
     if not yes:
         raise CliError(f"dropping {name!r} deletes all its rows; add --yes to confirm (nothing was dropped)")
-    get_state(ctx).provider().admin.drop(name)
+    get_state(ctx).provider(create=True).admin.drop(name)
     print(f"dropped table {name!r}", file=sys.stderr)
 
 

@@ -127,7 +127,7 @@ def txn(
     """
     fmt = get_state(ctx).output_format(output)
     ops = read_document(file)
-    provider = get_state(ctx).provider()
+    provider = get_state(ctx).provider(create=True)
     specs: dict[str, spi.TableSpec] = {}
     prepared: list[Op] = []
     for i, op in enumerate(ops):
