@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from kvctl import config, options
-from kvctl.groups import sub_app
+from kvctl.groups import Command, sub_app
 from kvctl.output import print_rows
 from kvctl.state import get_state
 
@@ -29,7 +29,7 @@ def providers(ctx: typer.Context, output: options.Output = None) -> None:
     print_rows(get_state(ctx).output_format(output), ["scheme", "class", "found_by", "capabilities"], rows)
 
 
-@config_app.command("show")
+@config_app.command("show", cls=Command)
 def config_show(ctx: typer.Context, output: options.Output = None) -> None:
     """Print the provider URL, the profile and the config file with where each came from,
     then every profile of the file. Passwords show as ***; an unset password_env
@@ -74,6 +74,6 @@ def dashboard(ctx: typer.Context) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``providers``, ``config`` and ``dashboard`` to ``app``."""
-    app.command()(providers)
-    app.command()(dashboard)
+    app.command(cls=Command)(providers)
+    app.command(cls=Command)(dashboard)
     app.add_typer(config_app, name="config")

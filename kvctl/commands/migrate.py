@@ -9,6 +9,7 @@ import typer
 
 from kvctl import options
 from kvctl.errors import CliError, NotDone
+from kvctl.groups import Command
 from kvctl.output import print_rows
 from kvctl.state import get_state
 
@@ -53,4 +54,4 @@ def migrate(
 
 def register(app: typer.Typer) -> None:
     """Add ``migrate`` to ``app``."""
-    app.command()(migrate)
+    app.command(cls=Command)(migrate)

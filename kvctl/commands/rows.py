@@ -10,6 +10,7 @@ from kvctl import bulk, options
 from kvctl.common import json_object, open_table, parse_columns, parse_where, typed_values
 from kvctl.completion import complete_column_word
 from kvctl.errors import CliError, NotDone
+from kvctl.groups import Command
 from kvctl.keys import build_range, parse_assignments, parse_key
 from kvctl.output import RowPrinter, print_value
 from kvctl.state import get_state
@@ -215,9 +216,9 @@ def cas(
 
 def register(app: typer.Typer) -> None:
     """Add the row commands to ``app``."""
-    app.command()(put)
-    app.command()(get)
-    app.command()(delete)
-    app.command()(update)
-    app.command()(incr)
-    app.command()(cas)
+    app.command(cls=Command)(put)
+    app.command(cls=Command)(get)
+    app.command(cls=Command)(delete)
+    app.command(cls=Command)(update)
+    app.command(cls=Command)(incr)
+    app.command(cls=Command)(cas)

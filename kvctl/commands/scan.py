@@ -12,6 +12,7 @@ from kvctl import options, paging
 from kvctl.common import open_table, parse_columns, parse_where
 from kvctl.completion import complete_column
 from kvctl.errors import CliError
+from kvctl.groups import Command
 from kvctl.keys import build_range, prefix_as_like
 from kvctl.output import RowPrinter, print_value
 from kvctl.state import get_state
@@ -114,5 +115,5 @@ def _prefix_hint(
 
 def register(app: typer.Typer) -> None:
     """Add scan and count to ``app``."""
-    app.command()(scan)
-    app.command()(count)
+    app.command(cls=Command)(scan)
+    app.command(cls=Command)(count)

@@ -10,7 +10,7 @@ import typer
 from kvctl import options, specs
 from kvctl.completion import complete_column
 from kvctl.errors import CliError, NotDone
-from kvctl.groups import sub_app
+from kvctl.groups import Command, sub_app
 from kvctl.output import OutputFormat, print_document, print_rows
 from kvctl.state import get_state
 from spi.capabilities import Capability
@@ -20,7 +20,7 @@ app = sub_app("Create, inspect, change and drop tables.")
 SpecFile = Annotated[str | None, typer.Option("--spec", help="A spec file (JSON, or TOML by .toml suffix).")]
 
 
-@app.command()
+@app.command(cls=Command)
 def create(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The new table's name.")],
@@ -37,7 +37,7 @@ def create(
     print(f"created table {name!r}", file=sys.stderr)
 
 
-@app.command("list")
+@app.command("list", cls=Command)
 def list_tables(
     ctx: typer.Context,
     counts: Annotated[bool, typer.Option("--counts", help="Add each table's row count.")] = False,
@@ -50,7 +50,7 @@ def list_tables(
     print_rows(get_state(ctx).output_format(output), ["name", "rows"] if counts else ["name"], rows)
 
 
-@app.command()
+@app.command(cls=Command)
 def describe(
     ctx: typer.Context,
     name: options.Table,
@@ -74,7 +74,7 @@ def describe(
     print_rows(fmt, ["column", "type", "key", "indexed"], rows)
 
 
-@app.command()
+@app.command(cls=Command)
 def alter(
     ctx: typer.Context,
     name: options.Table,
@@ -102,7 +102,7 @@ def alter(
     print(f"altered table {name!r}", file=sys.stderr)
 
 
-@app.command()
+@app.command(cls=Command)
 def verify(ctx: typer.Context, name: options.Table, output: options.Output = None) -> None:
     """Check a table's consistency (rows vs indexes); exit 1 if problems are found."""
     provider = get_state(ctx).provider(create=False)
@@ -115,7 +115,7 @@ def verify(ctx: typer.Context, name: options.Table, output: options.Output = Non
     print(f"table {name!r} is consistent", file=sys.stderr)
 
 
-@app.command()
+@app.command(cls=Command)
 def drop(ctx: typer.Context, name: options.Table, yes: options.Yes = False) -> None:
     """Drop a table and all its rows (needs --yes)."""
     if not yes:

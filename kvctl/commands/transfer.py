@@ -18,6 +18,7 @@ import typer
 import spi
 from kvctl import options
 from kvctl.errors import CliError, NotDone
+from kvctl.groups import Command
 from kvctl.output import print_value
 from kvctl.spark.urls import check_url
 from kvctl.state import get_state
@@ -187,5 +188,5 @@ def import_(
 
 def register(app: typer.Typer) -> None:
     """Add the ``export`` and ``import`` commands."""
-    app.command("export")(export)
-    app.command("import")(import_)
+    app.command("export", cls=Command)(export)
+    app.command("import", cls=Command)(import_)
