@@ -8,8 +8,12 @@ The command tree is walked with click's public API (``list_commands`` and
 from __future__ import annotations
 
 import inspect
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +23,7 @@ from typer.testing import CliRunner
 
 from kvctl.cli import app
 
+GENERATOR = Path(__file__).resolve().parent.parent / "scripts" / "gen-cli-docs.py"
 HELP_ENV = {"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
 WIDE_ENV = {**HELP_ENV, "COLUMNS": "400"}
 
@@ -41,7 +46,7 @@ def commands() -> list[tuple[tuple[str, ...], Any]]:
 def render(path: tuple[str, ...], env: dict[str, str]) -> str:
     res = CliRunner().invoke(app, [*path, "--help"], env=env)
     assert res.exit_code == 0, (path, res.stdout, res.stderr)
-    return res.stdout
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", res.stdout)  # Typer forces a terminal on CI (GITHUB_ACTIONS)
 
 
 def paragraphs(text: str | None) -> list[str]:
@@ -69,3 +74,36 @@ def test_help_page_renders_cleanly(path: tuple[str, ...]) -> None:
     texts = paragraphs(command.help) + [p for param in command.params for p in paragraphs(getattr(param, "help", None))]
     for paragraph in texts:
         assert any(paragraph in line for line in wide), (paragraph, "\n".join(wide))
+
+
+def test_the_command_reference_in_docs_is_up_to_date() -> None:
+    """docs/cli.md's command reference is what scripts/gen-cli-docs.py writes now (as CI runs it)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
+    proc = subprocess.run([sys.executable, str(GENERATOR), "--check"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr or proc.stdout
+
+
+def test_the_generator_finds_and_fixes_a_stale_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("TERMINAL_WIDTH", "FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS", "CLICOLOR_FORCE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in HELP_ENV.items():
+        monkeypatch.setenv(name, value)  # restored after the test: main() sets them too
+    generator = _load_script(GENERATOR)
+    fresh = generator.DOC.read_text(encoding="utf-8")
+    doc = tmp_path / "cli.md"
+    doc.write_text(fresh.replace("Print rows in key order", "Print rows in some order"), encoding="utf-8")
+    monkeypatch.setattr(generator, "DOC", doc)
+    assert generator.main(["--check"]) == 1
+    assert generator.main([]) == 0
+    assert doc.read_text(encoding="utf-8") == fresh
+    assert generator.main(["--check"]) == 0
+
+
+def _load_script(path: Path) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_cli_docs", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

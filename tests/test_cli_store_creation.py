@@ -111,4 +111,3 @@ def _schema_exists(dsn: str, schema: str) -> bool:
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
     return bool(row and row[0])
-

@@ -594,7 +594,7 @@ def test_create_false_needs_an_existing_schema(pg_server: Any, pg_factory: Calla
     sep = "&" if "?" in pg_server.url else "?"
     url = f"{pg_server.url}{sep}schema=kvctl_never_made"
     with spi.connect(url, create=False) as p:  # connects lazily: the check is on first use
-        with pytest.raises(UrlError, match="PostgreSQL schema 'kvctl_never_made' at .* holds no kvctl tables") as e:
+        with pytest.raises(UrlError, match=r"PostgreSQL schema 'kvctl_never_made' at .* holds no kvctl tables") as e:
             p.admin.list_tables()
         assert "nothing was created" in str(e.value) and "\n" not in str(e.value)
         with pytest.raises(UrlError):
