@@ -173,18 +173,14 @@ def _served(part: Expr, column: str) -> bool:
     return False
 
 
-def prefix_bounds(prefix: str) -> ValueBounds:
-    """The strings that start with ``prefix``: ``[prefix, successor)``, unbounded
-    above when no successor exists (a prefix of U+10FFFF characters only)."""
-    return ValueBounds(prefix, True, string_successor(prefix), False)
-
-
 def _like_bounds(part: Like) -> ValueBounds | None:
-    """The value interval a LIKE condition's matches lie in (None: no literal prefix)."""
+    """The value interval a LIKE condition's matches lie in (None: no literal prefix):
+    the strings starting with the prefix are ``[prefix, successor)``, unbounded above
+    when there is no successor (a prefix of U+10FFFF characters only)."""
     like = like_prefix(part.pattern)
     if like.exact:
         return ValueBounds(like.prefix, True, like.prefix, True)
-    return prefix_bounds(like.prefix) if like.prefix else None
+    return ValueBounds(like.prefix, True, string_successor(like.prefix), False) if like.prefix else None
 
 
 def _points(parts: list[Expr], column: str) -> tuple[Any, ...] | None:
