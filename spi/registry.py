@@ -1,8 +1,8 @@
 """Finding and opening providers by URL scheme (``spi.connect``).
 
 Providers register under the entry-point group ``kvctl.providers``: the entry
-point's name is a URL scheme and its value a provider class with a ``from_url``
-classmethod. A built-in map covers the first-party providers when the package's
+point's name is a URL scheme and its value a provider class with a
+``from_url(url, *, create=True)`` classmethod. A built-in map covers the first-party providers when the package's
 entry points are not installed. Only the chosen provider's module is imported.
 """
 
@@ -98,13 +98,18 @@ def load_provider_class(scheme: str) -> Any:
     return getattr(module, attr)
 
 
-def connect(url: str) -> Provider:
+def connect(url: str, *, create: bool = True) -> Provider:
     """Open the provider for ``url``.
 
     Malformed URLs and unknown schemes raise :class:`UrlError` at once; an
     unreachable server may surface on first use as ``ProviderUnavailableError``.
+    ``create=False`` opens only a store that exists: a store the URL names but
+    that does not exist is a :class:`UrlError` (at once, or on first use for a
+    server) and nothing is created; what "exists" means is the provider's
+    (``docs/spi.md``). Read-only tools use it so a misspelt URL fails instead of
+    making a new, empty store.
     """
     scheme, normalized = split_scheme(url)
     cls = load_provider_class(scheme)
-    provider: Provider = cls.from_url(normalized)
+    provider: Provider = cls.from_url(normalized, create=create)
     return provider

@@ -15,6 +15,7 @@ import spi
 from kvctl import options
 from kvctl.common import typed_values
 from kvctl.errors import NOT_DONE, CliError
+from kvctl.groups import Command
 from kvctl.output import OutputFormat, print_document
 from kvctl.state import get_state
 from spi.validate import validate_changes, validate_row
@@ -131,7 +132,7 @@ def txn(
     """
     fmt = get_state(ctx).output_format(output)
     ops = read_document(file)
-    provider = get_state(ctx).provider()
+    provider = get_state(ctx).provider(create=True)
     specs: dict[str, spi.TableSpec] = {}
     prepared: list[Op] = []
     for i, op in enumerate(ops):
@@ -172,4 +173,4 @@ def _failed(fmt: OutputFormat, index: int, cause: Exception) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``txn`` to ``app``."""
-    app.command()(txn)
+    app.command(cls=Command)(txn)

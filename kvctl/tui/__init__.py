@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def run_dashboard(url: str) -> None:
-    """Open the dashboard on the provider at ``url`` (blocks until it quits)."""
+if TYPE_CHECKING:
+    import spi
+
+
+def run_dashboard(url: str, provider: spi.Provider | None = None) -> None:
+    """Open the dashboard on the provider at ``url`` (blocks until it quits); ``provider``
+    is that provider already connected (else the dashboard connects to ``url``)."""
     from kvctl.tui.app import DashboardApp
 
-    DashboardApp(url).run()
+    DashboardApp(url, provider=provider).run()

@@ -80,8 +80,9 @@ class MemoryProvider(KvProvider):
     )
 
     @classmethod
-    def from_url(cls, url: str) -> MemoryProvider:
-        """Open ``memory://`` (no host or path allowed)."""
+    def from_url(cls, url: str, *, create: bool = True) -> MemoryProvider:
+        """Open ``memory://`` (no host or path allowed). ``create`` changes nothing:
+        every connection is a new, empty store of its own, with nothing to create."""
         parts = urlsplit(url)
         if parts.netloc or parts.path not in ("", "/"):
             raise UrlError(f"memory URLs take no host or path: use memory://, not {url!r}")

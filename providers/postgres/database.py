@@ -29,10 +29,12 @@ class PgDatabase:
     point-read statements of the tables in use, and each thread's auto-commit
     connection for those reads."""
 
-    def __init__(self, settings: PgSettings, secret: str | None) -> None:
+    def __init__(self, settings: PgSettings, secret: str | None, *, create: bool = True) -> None:
         self.url = settings.masked
         self.schema = settings.schema
         self.secret = secret
+        self.create = create
+        """Whether the first transaction may create the schema and catalog (else: UrlError)."""
         self._settings = settings
         self._watchdog = Watchdog(lambda: self.arrow_conninfo, settings.connect_timeout, self.url)
         self.engine = self._make_engine(isolation_level="SERIALIZABLE", pool_pre_ping=True)

@@ -11,7 +11,7 @@ from typing import Any
 from providers.rocksdb.handle import PathHandle, driver_error, handle_for
 from providers.rocksdb.url import RocksUrl, parse_url
 from spi.capabilities import Capability
-from spi.errors import KvError, ProviderUnavailableError
+from spi.errors import KvError, ProviderUnavailableError, UrlError
 from spi.kv import KvProvider, OrderedStore, StoreSession
 
 _FIRST_CHUNK = 16
@@ -159,6 +159,8 @@ class RocksStore(OrderedStore):
 class RocksDBProvider(KvProvider):
     """The embedded RocksDB provider: ``rocksdb:///abs/path`` or ``rocksdb:relative/path``.
 
+    ``spi.connect(url, create=False)`` opens only an existing database (see :meth:`from_url`).
+
     URL options: ``?busy_timeout=SECONDS`` (default 5) bounds how long a
     transaction waits for another thread's or process's transaction;
     ``?sync=true`` fsyncs the write-ahead log on every commit (default false:
@@ -177,11 +179,17 @@ class RocksDBProvider(KvProvider):
     )
 
     @classmethod
-    def from_url(cls, url: str) -> RocksDBProvider:
-        """Open ``url`` (the directory is created by the first transaction)."""
+    def from_url(cls, url: str, *, create: bool = True) -> RocksDBProvider:
+        """Open ``url``. With ``create`` the database directory is made by the first
+        transaction if missing; without it the path must already hold a RocksDB
+        database, else :class:`UrlError` naming the path (nothing is created)."""
         options = parse_url(url)
-        if os.path.exists(options.path) and not os.path.isdir(options.path):
+        path = options.path
+        if os.path.exists(path) and not os.path.isdir(path):
             raise ProviderUnavailableError(
-                f"rocksdb {options.path} exists and is not a directory; a rocksdb: URL names a database directory"
+                f"rocksdb {path} exists and is not a directory; a rocksdb: URL names a database directory"
             )
+        if not create and not os.path.isfile(os.path.join(path, "CURRENT")):
+            what = "is not a RocksDB database" if os.path.isdir(path) else "does not exist"
+            raise UrlError(f"rocksdb database {path} {what} (check the path; nothing was created)")
         return cls(url, RocksStore(options))
