@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 import spi
-from kvctl import bulk, options
+from kvctl import options
 from kvctl.common import json_object, open_table, parse_columns, parse_where, typed_values
 from kvctl.completion import complete_column_word
 from kvctl.errors import CliError, NotDone
@@ -64,6 +64,8 @@ def put(
 
 
 def _put_file(ctx: typer.Context, table: str, path: str, fmt: str | None, mode: str, batch_size: int) -> None:
+    from kvctl import bulk  # the file readers and the spool: only put --file needs them
+
     if mode not in ("upsert", "insert", "replace"):
         raise CliError(f"--mode must be upsert, insert or replace, not {mode!r}")
     bulk.check_batch_size(batch_size)

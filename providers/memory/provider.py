@@ -32,6 +32,9 @@ class _MemorySession(StoreSession):
         data = self._store.data
         return map(data.__getitem__, data.irange(lo, hi, inclusive=(True, False), reverse=reverse))
 
+    def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
+        return self._store.data.irange(lo, hi, inclusive=(True, False))  # type: ignore[no-any-return]
+
     def commit(self, range_deletes: list[tuple[bytes, bytes]], keys: list[bytes], values: list[bytes | None]) -> None:
         data = self._store.data
         for lo, hi in range_deletes:

@@ -52,8 +52,11 @@ class _RocksSession(StoreSession):
             return (v for _, v in self._backwards(lo, hi))
         return self._forwards("values", lo, hi)
 
+    def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
+        return self._forwards("keys", lo, hi)
+
     def _forwards(self, what: str, lo: bytes, hi: bytes | None) -> Iterator[Any]:
-        """``Rdict.items`` or ``Rdict.values`` from ``lo``, stopped by RocksDB at ``hi``."""
+        """``Rdict.items``, ``keys`` or ``values`` from ``lo``, stopped by RocksDB at ``hi``."""
 
         def start() -> Any:
             import rocksdict

@@ -106,6 +106,12 @@ class WriteBuffer:
             return self._session.values(lo, hi, reverse)
         return (v for _, v in self.iterate(lo, hi, reverse))
 
+    def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
+        """The keys of :meth:`iterate` (straight from the store when nothing is buffered)."""
+        if not self._writes:
+            return self._session.keys(lo, hi)
+        return (k for k, _ in self.iterate(lo, hi))
+
     def put(self, key: bytes, value: bytes | None) -> None:
         """Buffer a write (None: a delete)."""
         if self._sorted is not None and key not in self._writes:

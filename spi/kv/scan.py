@@ -262,7 +262,7 @@ class Scanner:
             return 0
         if plan.residual is None and plan.index is None:
             lo, hi = range_bytes(self._layout.row_prefix, self._layout.key_types, plan.key_range)
-            return sum(1 for _ in self._buffer.iterate(lo, hi, False))
+            return sum(1 for _ in self._buffer.keys(lo, hi))
         return sum(1 for _ in self._rows(plan, None))
 
     def split(self, n: int) -> list[Range]:

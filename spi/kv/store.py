@@ -33,6 +33,10 @@ class StoreSession(ABC):
         """The values of :meth:`iterate` (stores may skip fetching the keys)."""
         return (v for _, v in self.iterate(lo, hi, reverse))
 
+    def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
+        """The keys of :meth:`iterate`, in order (stores may skip fetching the values)."""
+        return (k for k, _ in self.iterate(lo, hi, False))
+
     @abstractmethod
     def commit(self, range_deletes: list[tuple[bytes, bytes]], keys: list[bytes], values: list[bytes | None]) -> None:
         """Atomically delete the ranges ``[lo, hi)``, then write ``values[i]`` under
