@@ -20,8 +20,8 @@ def open_table(ctx: typer.Context, name: str, *, create: bool) -> tuple[Any, spi
     ``create``: whether the command may create the store (write commands); read-only
     commands pass False, so a misspelt store path is an error, not a new store.
     """
-    provider = get_state(ctx).provider(create=create)
-    return provider.table(name), provider.admin.get_spec(name)
+    handle = get_state(ctx).provider(create=create).table(name)
+    return handle, handle.spec  # the handle's read path: no transaction
 
 
 def parse_columns(spec: spi.TableSpec, text: str | None) -> list[str] | None:

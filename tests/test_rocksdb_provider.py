@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -253,3 +254,21 @@ def test_create_false_opens_only_an_existing_database(tmp_path: Path) -> None:
         assert p.admin.list_tables() == ["acct"]
         p.table("acct").upsert({"k": 1, "bal": 2})  # writes work: create=False only refuses to make the store
         assert p.table("acct").count() == 1
+
+
+def test_one_off_reads_open_the_database_read_only(url: str, tmp_path: Path) -> None:
+    """Reads through the auto-commit handle and the admin's lookups open RocksDB in its
+    read-only mode (no new MANIFEST or log file); a write after them reopens it."""
+    path = str(tmp_path / "db")
+    with spi.connect(url) as p:
+        p.admin.create(ACCOUNTS)
+        p.table("acct").upsert({"k": 1, "bal": 5, "tag": "a"})
+    files = sorted(os.listdir(path))
+    with spi.connect(url) as p:
+        t = p.table("acct")
+        assert t.read((1,))["bal"] == 5 and t.count() == 1 and [r["k"] for r in t.scan()] == [1]  # type: ignore[index]
+        assert p.admin.get_spec("acct") == ACCOUNTS and p.admin.list_tables() == ["acct"] and p.admin.exists("acct")
+        handle_for(path).close_if_idle()
+        assert sorted(os.listdir(path)) == files  # nothing written by the reads
+        t.upsert({"k": 2, "bal": 7, "tag": "b"})  # reopened for writing
+        assert t.read((2,))["bal"] == 7 and t.count() == 2  # type: ignore[index]

@@ -66,7 +66,7 @@ class MemoryStore(OrderedStore):
         self.lock = ExclusiveLock("the memory:// store")
         self._busy_timeout = busy_timeout
 
-    def session(self) -> StoreSession:
+    def session(self, read_only: bool = False) -> StoreSession:
         self.lock.acquire(self._busy_timeout)
         return _MemorySession(self)
 

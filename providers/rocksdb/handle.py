@@ -100,13 +100,21 @@ class PathHandle:
         self._reaper: threading.Thread | None = None
         self._polite = False
         self._next_waiter_check = 0.0
+        self._read_only = False  # the open database is in RocksDB's read-only mode
         self.generation = 0
         """Advanced at every open (another process may have written while the database
         was closed) and by catalog changes (see :meth:`StoreSession.generation`)."""
 
     # ------------------------------------------------------------------ sessions
-    def acquire(self, timeout: float) -> Any:
-        """Exclusive use of the open database, waiting at most ``timeout`` seconds."""
+    def acquire(self, timeout: float, read_only: bool = False) -> Any:
+        """Exclusive use of the open database, waiting at most ``timeout`` seconds.
+
+        ``read_only``: the session only reads, so a database not open yet is opened in
+        RocksDB's read-only mode (about 4 ms instead of 20-60: no new MANIFEST, OPTIONS
+        or log file, no sync, no background threads). The ``flock`` is taken all the
+        same, so no other kvctl process writes meanwhile. A writing session reopens a
+        database that is open read-only.
+        """
         me = threading.get_ident()
         with self._mutex:
             if self._owner is None and not self._queue:
@@ -115,10 +123,10 @@ class PathHandle:
                 self._wait_turn(me, time.monotonic() + timeout, timeout)
             self._idle_since = None
         try:
-            if self._db is not None and self._should_yield():
+            if self._db is not None and (self._should_yield() or (self._read_only and not read_only)):
                 self._close()
             if self._db is None:
-                self._open(time.monotonic() + timeout, timeout)
+                self._open(time.monotonic() + timeout, timeout, read_only)
         except BaseException:
             self._close()
             self._leave()
@@ -224,7 +232,7 @@ class PathHandle:
                 os.close(fd)
         return False
 
-    def _open(self, deadline: float, timeout: float) -> None:
+    def _open(self, deadline: float, timeout: float, read_only: bool) -> None:
         self._prepare_directory()
         try:
             fd = os.open(os.path.join(self.path, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -238,7 +246,9 @@ class PathHandle:
                 time.sleep(0.002)
             self._polite = False
         self._lock_file(fd, deadline, timeout)
-        self._db = self._open_db(deadline, timeout)
+        # Read-only mode cannot create a database: a new path is created read-write.
+        self._read_only = read_only and os.path.exists(os.path.join(self.path, "CURRENT"))
+        self._db = self._open_db(deadline, timeout, self._read_only)
         with contextlib.suppress(OSError):
             self._wait_fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self.generation += 1
@@ -284,7 +294,7 @@ class PathHandle:
             if waiting is not None:
                 os.close(waiting)
 
-    def _open_db(self, deadline: float, timeout: float) -> Any:
+    def _open_db(self, deadline: float, timeout: float, read_only: bool) -> Any:
         import rocksdict
 
         options = rocksdict.Options(raw_mode=True)
@@ -297,6 +307,9 @@ class PathHandle:
                 # Naming the default column family's options: otherwise rocksdict
                 # reopens an existing database with the options stored in its OPTIONS
                 # file, where the shared block cache is not (it got an 8 MiB cache per open).
+                if read_only:
+                    access = rocksdict.AccessType.read_only()
+                    return rocksdict.Rdict(self.path, options, column_families={"default": options}, access_type=access)
                 return rocksdict.Rdict(self.path, options, column_families={"default": options})
             except Exception as exc:
                 # Another program (not kvctl) holds RocksDB's own LOCK file: busy, retry.

@@ -151,8 +151,8 @@ class RocksStore(OrderedStore):
         self.options = options
         self._handle = handle_for(options.path)
 
-    def session(self) -> StoreSession:
-        db = self._handle.acquire(self.options.busy_timeout)
+    def session(self, read_only: bool = False) -> StoreSession:
+        db = self._handle.acquire(self.options.busy_timeout, read_only)
         return _RocksSession(self._handle, db, self.options.sync)
 
     def close(self) -> None:

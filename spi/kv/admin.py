@@ -3,23 +3,39 @@ transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from spi.codec import prefix_successor
 from spi.errors import SchemaError, TableExistsError, TableNotFoundError
-from spi.kv.layout import CATALOG, NEXT_ID, Layout, catalog_key, pack, unpack
-from spi.kv.transaction import KvTransaction
+from spi.kv.buffer import WriteBuffer
+from spi.kv.layout import CATALOG, NEXT_ID, Layout, LayoutCache, catalog_key, pack, unpack
+from spi.kv.store import StoreSession
+from spi.kv.transaction import KvTransaction, stored_layout
 from spi.kv.verify import verify_table
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
 
 
 class KvAdmin(Admin):
-    """Catalog operations, each in its own transaction."""
+    """Catalog operations: changes each in its own transaction, lookups each on one
+    read-only session."""
 
-    def __init__(self, transaction: Callable[[], KvTransaction]) -> None:
+    def __init__(
+        self, transaction: Callable[[], KvTransaction], session: Callable[[bool], StoreSession], layouts: LayoutCache
+    ) -> None:
         self._tx = transaction
+        self._session = session
+        self._layouts = layouts
+
+    @contextmanager
+    def _reading(self) -> Iterator[WriteBuffer]:
+        view = WriteBuffer(self._session(True))  # nothing is ever buffered
+        try:
+            yield view
+        finally:
+            view.discard()
 
     def create(self, spec: TableSpec) -> None:
         """Create a table; TableExistsError if it exists."""
@@ -54,20 +70,18 @@ class KvAdmin(Admin):
 
     def exists(self, name: str) -> bool:
         """True if table ``name`` exists."""
-        with self._tx() as tx:
-            return tx.get(catalog_key(name)) is not None
+        with self._reading() as view:
+            return view.get(catalog_key(name)) is not None
 
     def get_spec(self, name: str) -> TableSpec:
         """The spec of table ``name``."""
-        with self._tx() as tx:
-            return tx.layout(name).spec
+        with self._reading() as view:
+            return stored_layout(view, self._layouts, name).spec
 
     def list_tables(self) -> list[str]:
         """Every table name, sorted by code point."""
-        with self._tx() as tx:
-            names = [
-                k[len(CATALOG) :].decode("utf-8") for k, _ in tx.iterate(CATALOG, prefix_successor(CATALOG), False)
-            ]
+        with self._reading() as view:
+            names = [k[len(CATALOG) :].decode("utf-8") for k in view.keys(CATALOG, prefix_successor(CATALOG))]
         return sorted(names)
 
     def drop(self, name: str, *, missing_ok: bool = False) -> None:

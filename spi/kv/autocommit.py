@@ -28,7 +28,7 @@ class KvAutoCommitTable(AutoCommitTable):
     """An auto-commit handle whose reads run on a bare store session."""
 
     def __init__(
-        self, provider: ProviderBase, name: str, session: Callable[[], StoreSession], layouts: LayoutCache
+        self, provider: ProviderBase, name: str, session: Callable[[bool], StoreSession], layouts: LayoutCache
     ) -> None:
         super().__init__(provider, name)
         self._session = session
@@ -36,7 +36,7 @@ class KvAutoCommitTable(AutoCommitTable):
 
     def _read(self, op: Callable[[TableBase], T]) -> T:
         """Run ``op`` on one session of the store (consistent: sessions are exclusive)."""
-        view = WriteBuffer(self._session())  # nothing is ever buffered: reads go to the store
+        view = WriteBuffer(self._session(True))  # a read-only session: nothing is ever buffered
         try:
             return op(KvTable(view, stored_layout(view, self._layouts, self.name)))
         finally:

@@ -17,9 +17,9 @@ class KvProvider(ProviderBase):
     def __init__(self, url: str, store: OrderedStore) -> None:
         super().__init__(url)
         self._store = store
-        self._admin = KvAdmin(self.transaction)
         self.layouts = LayoutCache()
         """Decoded table layouts, shared by this provider's transactions and reads."""
+        self._admin = KvAdmin(self.transaction, self.session, self.layouts)
         self._closed = False
 
     @property
@@ -31,11 +31,12 @@ class KvProvider(ProviderBase):
         """A new serializable transaction (waits for exclusive access)."""
         return KvTransaction(self.session(), self.layouts)
 
-    def session(self) -> StoreSession:
-        """Exclusive access to the store (waits up to the busy timeout)."""
+    def session(self, read_only: bool = False) -> StoreSession:
+        """Exclusive access to the store (waits up to the busy timeout); ``read_only``:
+        the session will not commit."""
         if self._closed:
             raise KvError(f"provider {self.url} is closed")
-        return self._store.session()
+        return self._store.session(read_only)
 
     def table(self, name: str) -> KvAutoCommitTable:
         """An auto-commit handle: each write its own transaction, each read one session."""

@@ -65,8 +65,9 @@ class OrderedStore(ABC):
     """A sorted byte-string map that hands out exclusive sessions."""
 
     @abstractmethod
-    def session(self) -> StoreSession:
-        """Wait for exclusive access (busy timeout) and start a session."""
+    def session(self, read_only: bool = False) -> StoreSession:
+        """Wait for exclusive access (busy timeout) and start a session; ``read_only``:
+        the session will not commit (a store may open itself more cheaply for it)."""
 
     def close(self) -> None:
         """Release everything the store holds."""
