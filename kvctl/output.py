@@ -1,4 +1,4 @@
-"""Printing results: rows as a rich table (terminals), json, ndjson, csv or tsv.
+"""Printing results: rows as a text grid (terminals), json, ndjson, csv or tsv.
 
 Values are rendered by :mod:`kvctl.render` (CLI.md: bytes as base64, timestamps as
 ISO 8601 with offset, null as JSON null or an empty csv/tsv field; the human table
@@ -7,15 +7,19 @@ shows values as typed on the command line, drawn by :mod:`kvctl.grid` as rows ar
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import Any, TextIO
 
 from kvctl.grid import Grid
-from kvctl.render import bare, field, json_row, word
+from kvctl.render import bare, word
+from kvctl.rowtext import csv_line, json_line
+from spi.types import FieldType
+
+CHUNK = 512
+"""json/csv lines written at a time (one write instead of one per row)."""
 
 
 class OutputFormat(StrEnum):
@@ -51,36 +55,59 @@ class RowPrinter:
         *,
         single: bool = False,
         out: TextIO | None = None,
+        types: Mapping[str, FieldType] | None = None,
     ) -> None:
         self.fmt = fmt
         self.columns = list(columns)
         self.single = single
         self.out = out or sys.stdout
         self.count = 0
-        self._csv: Any = None
         self._grid: Grid | None = None
+        self._lines: list[Any] = []  # json/csv lines not yet written (written in chunks)
+        self._json: Callable[[Mapping[str, Any]], bytes] | None = None
+        self._csv: Callable[[Mapping[str, Any]], str] | None = None
         if fmt in (OutputFormat.csv, OutputFormat.tsv):
-            dialect = "excel" if fmt is OutputFormat.csv else "excel-tab"
-            self._csv = csv.writer(self.out, dialect=dialect, lineterminator="\n")
-            self._csv.writerow(self.columns)
+            delimiter = "," if fmt is OutputFormat.csv else "\t"
+            self._csv = csv_line(self.columns, types, delimiter)
+            self._lines.append(csv_line(self.columns, None, delimiter)(dict(zip(self.columns, self.columns))))
+        elif fmt in (OutputFormat.json, OutputFormat.ndjson):
+            self._json = json_line(types)
 
     def add(self, row: Mapping[str, Any]) -> None:
-        """Print (or buffer, for a table) one row."""
-        fmt = self.fmt
-        if fmt is OutputFormat.ndjson or (fmt is OutputFormat.json and self.single):
-            print(dumps(json_row(row)), file=self.out)
-        elif fmt is OutputFormat.json:
-            self.out.write(("[\n" if self.count == 0 else ",\n") + dumps(json_row(row)))
+        """Print one row (json and csv lines are written in chunks of :data:`CHUNK`)."""
+        if self._json is not None:
+            self._lines.append(self._json(row))
         elif self._csv is not None:
-            self._csv.writerow([field(row.get(c)) for c in self.columns])
+            self._lines.append(self._csv(row))
         else:
             if self._grid is None:
                 self._grid = Grid(self.columns, self.out)
             self._grid.add([word(row.get(c)) for c in self.columns])
         self.count += 1
+        if len(self._lines) >= CHUNK:
+            self._write_lines()
+
+    def _write_lines(self) -> None:
+        lines, self._lines = self._lines, []
+        if self._csv is not None:
+            self.out.write("".join(lines))
+            return
+        if self.fmt is OutputFormat.json and not self.single:
+            start = b"[\n" if self.count == len(lines) else b",\n"
+            data = start + b",\n".join(lines)
+        else:
+            data = b"\n".join(lines) + b"\n"
+        binary = getattr(self.out, "buffer", None)
+        if binary is None:
+            self.out.write(data.decode("utf-8"))
+        else:
+            self.out.flush()  # whatever the text layer holds goes first
+            binary.write(data)
 
     def close(self) -> None:
         """Finish the output (close the JSON array, draw the last table chunk)."""
+        if self._lines:
+            self._write_lines()
         if self.fmt is OutputFormat.json and not self.single:
             self.out.write("[]\n" if self.count == 0 else "\n]\n")
         elif self.fmt is OutputFormat.table:

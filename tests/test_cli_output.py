@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import io
+import json
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import spi
 from kvctl.grid import SAMPLE_ROWS, Grid
 from kvctl.output import OutputFormat, RowPrinter
-from kvctl.render import field
+from kvctl.render import field, json_row
+from kvctl.rowtext import csv_line, json_line
+from spi.types import FieldType
 
 
 class _Terminal(io.StringIO):
@@ -85,3 +93,66 @@ def test_empty_results_show_their_columns_and_single_rows_print_nothing_when_mis
 )
 def test_csv_fields(value: object, text: str) -> None:
     assert field(value) == text
+
+
+_TYPES = {
+    "s": FieldType.STRING,
+    "i": FieldType.INT,
+    "l": FieldType.LONG,
+    "b": FieldType.BOOL,
+    "f": FieldType.FLOAT,
+    "d": FieldType.DOUBLE,
+    "y": FieldType.BYTES,
+    "t": FieldType.TIMESTAMP,
+}
+_VALUES = {
+    "s": st.text(alphabet=st.sampled_from(["a", ",", '"', "\n", "\r", "\t", " ", "é", "😀", "'"]), max_size=6),
+    "i": st.integers(-(2**31), 2**31 - 1),
+    "l": st.integers(-(2**63), 2**63 - 1),
+    "b": st.booleans(),
+    "f": st.floats(allow_nan=True, allow_infinity=True, width=32),
+    "d": st.floats(allow_nan=True, allow_infinity=True),
+    "y": st.binary(max_size=6),
+    "t": st.datetimes(timezones=st.just(dt.UTC)),
+}
+_ROWS = st.fixed_dictionaries({c: st.none() | v for c, v in _VALUES.items()})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ROWS, max_size=4), st.sampled_from(list(_TYPES)))
+def test_fast_lines_match_csv_writer_and_json_dumps(rows: list[dict[str, Any]], only: str) -> None:
+    """The generated csv/tsv lines and the msgspec JSON lines say exactly what csv.writer
+    and json.dumps of the rendered values say, for every type, quoting case and column
+    subset (one column alone included)."""
+    for columns in (list(_TYPES), [only]):
+        for delimiter, dialect in ((",", "excel"), ("\t", "excel-tab")):
+            line = csv_line(columns, _TYPES, delimiter)
+            for row in rows:
+                expected = io.StringIO()
+                csv.writer(expected, dialect=dialect, lineterminator="\n").writerow([field(row[c]) for c in columns])
+                assert line(row) == expected.getvalue()
+                assert line(spi.Row(row, 1)) == expected.getvalue()
+    for types in (_TYPES, None):
+        encode = json_line(types)
+        for row in rows:
+            got = encode(row)
+            assert json.loads(got) == json.loads(json.dumps(json_row(row)))
+            assert row == {**row}  # the caller's row is left as it was
+
+
+def test_printed_json_and_csv_come_in_chunks_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [{"k": i, "v": f"x{i}"} for i in range(1300)]
+    types = {"k": FieldType.LONG, "v": FieldType.STRING}
+    for fmt in (OutputFormat.json, OutputFormat.ndjson, OutputFormat.csv):
+        out = io.StringIO()
+        printer = RowPrinter(fmt, ["k", "v"], out=out, types=types)
+        for row in rows:
+            printer.add(row)
+        printer.close()
+        text = out.getvalue()
+        if fmt is OutputFormat.json:
+            assert json.loads(text) == rows
+        elif fmt is OutputFormat.ndjson:
+            assert [json.loads(line) for line in text.splitlines()] == rows
+        else:
+            assert list(csv.DictReader(io.StringIO(text))) == [{"k": str(r["k"]), "v": r["v"]} for r in rows]

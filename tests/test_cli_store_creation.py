@@ -61,7 +61,7 @@ def test_write_commands_create_the_store_and_reads_then_work(tmp_path: Path) -> 
     kv = Kvctl(f"rocksdb:{path}")
     kv.ok("table", "create", "orders", "--field", "id:long", "--pk", "id")
     assert (path / "CURRENT").is_file()
-    assert kv.ok("table", "list").lines() == ['{"name": "orders"}']
+    assert kv.ok("table", "list").lines() == ['{"name":"orders"}']
     other = Kvctl(f"rocksdb:{tmp_path / 'other'}")
     assert other("put", "orders", '{"id": 1}').code == 1  # the store is created, the table is missing
     assert (tmp_path / "other" / "CURRENT").is_file()
@@ -102,7 +102,7 @@ def test_read_only_commands_on_a_misspelt_postgres_schema(tmp_path: Path, reques
     assert not _schema_exists(server.dsn, schema)
     kv.ok("table", "create", "orders", "--field", "id:long", "--pk", "id")
     assert _schema_exists(server.dsn, schema)
-    assert kv.ok("table", "list").lines() == ['{"name": "orders"}']
+    assert kv.ok("table", "list").lines() == ['{"name":"orders"}']
 
 
 def _schema_exists(dsn: str, schema: str) -> bool:

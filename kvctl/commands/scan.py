@@ -17,6 +17,7 @@ from kvctl.keys import build_range, prefix_as_like
 from kvctl.output import RowPrinter, print_value
 from kvctl.state import get_state
 from spi.planner import check_order_by
+from spi.types import FieldType
 
 
 def scan(
@@ -72,7 +73,8 @@ def scan(
     query: dict[str, Any] = {"where": expr, "order_by": order_by, "descending": desc, "columns": cols}
     pages = paging.Pages(lambda n, token: handle.scan_page(rng, limit=n, after=token, **query), wanted, after)
     shown = [c for c in spec.columns if cols is None or c in cols or spec.is_key(c)]
-    printer = RowPrinter(get_state(ctx).output_format(output), [*shown, "_version"] if versions else shown)
+    types = {c: spec.type_of(c) for c in shown} | ({"_version": FieldType.LONG} if versions else {})
+    printer = RowPrinter(get_state(ctx).output_format(output), list(types), types=types)
     for row in pages.rows():
         printer.add({**row.to_dict(), "_version": row.version} if versions else row)
     printer.close()
