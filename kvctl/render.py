@@ -36,6 +36,8 @@ def field(value: Any) -> str:
         return value  # type: ignore[no-any-return]
     if kind is int:
         return int.__repr__(value)
+    if kind is float and value - value == 0.0:  # finite: JSON's text of a float is its repr
+        return float.__repr__(value)
     if value is None:
         return ""
     if isinstance(value, bool):

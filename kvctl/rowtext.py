@@ -82,6 +82,10 @@ def csv_line(columns: list[str], types: Mapping[str, FieldType] | None, delimite
             cells.append(f"(values.get(C[{i}]) or '')")
         elif kind in (FieldType.INT, FieldType.LONG):
             cells.append(f"('' if (v{i} := values.get(C[{i}])) is None else int_text(v{i}))")
+        elif kind in (FieldType.FLOAT, FieldType.DOUBLE):
+            cells.append(
+                f"('' if (v{i} := values.get(C[{i}])) is None else float_text(v{i}) if v{i} - v{i} == 0.0 else field(v{i}))"
+            )
         elif kind is FieldType.BOOL:
             cells.append(f"('' if (v{i} := values.get(C[{i}])) is None else 'true' if v{i} else 'false')")
         else:
@@ -100,6 +104,7 @@ def csv_line(columns: list[str], types: Mapping[str, FieldType] | None, delimite
         "as_dict": _as_dict,
         "field": field,
         "int_text": int.__repr__,
+        "float_text": float.__repr__,
         "quoted": quoted,
     }
     exec(source, namespace)  # the source holds only generated names: column names come from C

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -11,13 +12,15 @@ from hypothesis import strategies as st
 import spi
 from spi import col
 from spi.errors import InvalidFieldError, SchemaError, UrlError, WhereSyntaxError
-from spi.filters import And, Compare, In, IsNull, Like, Not, Or, evaluate
+from spi.filters import And, Compare, Expr, In, IsNull, Like, Not, Or, evaluate, matches
 from spi.keys import ResolvedRange
 from spi.planner import plan_scan
+from spi.predicate import compile_filter
 from spi.registry import installed_providers, mask_password, split_scheme
 from spi.spec import plan_schema_change
 from spi.testing.fixtures import ORDERS
 from spi.textvalues import key_words, parse_field, parse_word, to_word
+from spi.types import FieldType
 from spi.where import KEYWORDS
 
 SPEC = spi.TableSpec(
@@ -355,3 +358,46 @@ def test_schema_messages_speak_no_python() -> None:
         plan_schema_change(old, spi.TableSpec("t", [("a", "long"), ("b", "long")], ["b", "a"]))
     with pytest.raises(SchemaError, match=r'got \{"name": "a"\}'):
         spi.TableSpec.from_dict({"name": "t", "fields": [{"name": "a"}], "primary_key": ["a"]})
+
+
+_PRED_TYPES = {"i": FieldType.LONG, "d": FieldType.DOUBLE, "s": FieldType.STRING, "b": FieldType.BOOL}
+_PRED_VALUES = {
+    "i": st.integers(-3, 3),
+    "d": st.sampled_from([-1.5, -0.0, 0.0, 2.0, float("nan"), float("inf")]),
+    "s": st.sampled_from(["", "a", "ab", "b%", "_x"]),
+    "b": st.booleans(),
+}
+
+
+def _leaf(column: str) -> st.SearchStrategy[Expr]:
+    value = st.none() | _PRED_VALUES[column]
+    return st.one_of(
+        st.builds(Compare, st.just(column), st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), value),
+        st.builds(In, st.just(column), st.lists(value, max_size=3).map(tuple)),
+        st.builds(IsNull, st.just(column), st.booleans()),
+        *(
+            [st.builds(Like, st.just(column), st.sampled_from(["a%", "%b", "_", "a_", "\\%%"]))]
+            if column == "s"
+            else []
+        ),
+    )
+
+
+_EXPRS = st.recursive(
+    st.sampled_from(list(_PRED_TYPES)).flatmap(_leaf),
+    lambda inner: st.one_of(
+        st.builds(And, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+        st.builds(Or, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+        st.builds(Not, inner),
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_EXPRS, st.lists(st.fixed_dictionaries({c: st.none() | v for c, v in _PRED_VALUES.items()}), max_size=5))
+def test_compiled_filters_agree_with_evaluate(expr: Expr, rows: list[dict[str, Any]]) -> None:
+    """spi.predicate's generated code keeps exactly the rows spi.filters.matches keeps."""
+    keep = compile_filter(expr, _PRED_TYPES)
+    for row in rows:
+        assert keep(row) is matches(expr, row), (str(expr), row)

@@ -101,6 +101,8 @@ class PathHandle:
         self._polite = False
         self._next_waiter_check = 0.0
         self._read_only = False  # the open database is in RocksDB's read-only mode
+        self.wrote = False
+        """True once a session committed to the open database (it is flushed at close)."""
         self.generation = 0
         """Advanced at every open (another process may have written while the database
         was closed) and by catalog changes (see :meth:`StoreSession.generation`)."""
@@ -324,9 +326,16 @@ class PathHandle:
     def _close(self) -> None:
         db, self._db = self._db, None
         if db is not None:
-            # Committed writes are already in the WAL: a failing close cannot lose them.
+            # Committed writes are already in the WAL: a failing flush or close cannot
+            # lose them. Flushing the memtables leaves no log to replay, which a
+            # read-only open would otherwise do again at every open (RocksDB flushes
+            # them at the next read-write open anyway: this only moves that work).
+            with contextlib.suppress(Exception):
+                if self.wrote:
+                    db.flush()
             with contextlib.suppress(Exception):
                 db.close()
+        self.wrote = False
         fd, self._lock_fd = self._lock_fd, None
         if self._wait_fd is not None:
             os.close(self._wait_fd)

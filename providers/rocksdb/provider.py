@@ -126,6 +126,7 @@ class _RocksSession(StoreSession):
             options = rocksdict.WriteOptions()
             options.sync = self._sync
             self._db.write(batch, options)
+            self._handle.wrote = True
         except Exception as exc:
             raise driver_error(exc, "committing", self._handle.path) from None
 

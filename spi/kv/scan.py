@@ -13,13 +13,14 @@ from itertools import islice, starmap
 from typing import Any, TypeVar
 
 from spi.codec import decode_key, decode_nullable, encode_nullable, prefix_successor
-from spi.filters import Expr, matches
+from spi.filters import Expr
 from spi.keys import Range, ResolvedRange, quantile_cuts, ranges_between
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import Layout, range_bytes
 from spi.kv.layout import unpack as _unpack
 from spi.kv.store import ended_error
 from spi.planner import Plan, plan_scan
+from spi.predicate import row_filter
 from spi.primitives import ScanRequest, Stored, sort_position
 from spi.row import Row
 from spi.types import FieldType
@@ -68,8 +69,8 @@ class Scanner:
             rows = self._key_rows(plan.key_range, plan.descending, after)
         if plan.residual is None:
             return rows
-        residual = plan.residual
-        return (r for r in rows if matches(residual, r.values))
+        keep = row_filter(plan.residual, self.spec)
+        return (r for r in rows if keep(r.values))
 
     def _key_rows(
         self,
@@ -92,9 +93,10 @@ class Scanner:
         if (hi is not None and lo >= hi) or limit == 0:
             return
         tx, unpack, values_of = self._buffer, _unpack, lay.values_of
+        keep = None if where is None else row_filter(where, self.spec)
         stored = tx.values(lo, hi, descending)
-        if where is None and make == Row.adopt:  # a classmethod: equal, never identical
-            yield from lay.read_rows(tx, stored, limit)
+        if make == Row.adopt:  # a classmethod: equal, never identical
+            yield from lay.reader(where)(tx, stored, limit)
             return
         n = 0
         while True:
@@ -105,7 +107,7 @@ class Scanner:
                 return
             raw = unpack(data)
             values = values_of(raw)
-            if where is not None and not matches(where, values):
+            if keep is not None and not keep(values):
                 continue
             yield make(values, raw[0])
             n += 1
