@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
+from itertools import islice
 from typing import Any, TextIO
 
 from kvctl.grid import Grid
@@ -87,6 +88,23 @@ class RowPrinter:
         if len(self._lines) >= CHUNK:
             self._write_lines()
 
+    def add_all(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Print every row of ``rows`` (json and csv lines made a chunk at a time)."""
+        encode = self._json or self._csv
+        if encode is None:
+            for row in rows:
+                self.add(row)
+            return
+        rows = iter(rows)
+        while True:
+            if self._lines:
+                self._write_lines()
+            chunk = list(islice(rows, CHUNK))
+            if not chunk:
+                return
+            self._lines.extend(map(encode, chunk))  # type: ignore[arg-type]
+            self.count += len(chunk)
+
     def _write_lines(self) -> None:
         lines, self._lines = self._lines, []
         if self._csv is not None:
@@ -121,8 +139,7 @@ class RowPrinter:
 def print_rows(fmt: OutputFormat, columns: Iterable[str], rows: Iterable[Mapping[str, Any]]) -> int:
     """Print every row of ``rows``; the number printed."""
     printer = RowPrinter(fmt, columns)
-    for row in rows:
-        printer.add(row)
+    printer.add_all(rows)
     printer.close()
     return printer.count
 

@@ -79,32 +79,34 @@ def csv_line(columns: list[str], types: Mapping[str, FieldType] | None, delimite
     for i, c in enumerate(columns):
         kind = types.get(c)
         if kind is FieldType.STRING:
-            cells.append(f"(values.get(C[{i}]) or '')")
+            cells.append(f"{{values[C{i}] or ''}}")
         elif kind in (FieldType.INT, FieldType.LONG):
-            cells.append(f"('' if (v{i} := values.get(C[{i}])) is None else int_text(v{i}))")
-        elif kind in (FieldType.FLOAT, FieldType.DOUBLE):
-            cells.append(
-                f"('' if (v{i} := values.get(C[{i}])) is None else float_text(v{i}) if v{i} - v{i} == 0.0 else field(v{i}))"
-            )
+            cells.append(f"{{'' if (v{i} := values[C{i}]) is None else v{i}}}")
+        elif kind in (FieldType.FLOAT, FieldType.DOUBLE):  # format() of a finite float is its repr
+            cells.append(f"{{'' if (v{i} := values[C{i}]) is None else v{i} if v{i} - v{i} == 0.0 else field(v{i})}}")
         elif kind is FieldType.BOOL:
-            cells.append(f"('' if (v{i} := values.get(C[{i}])) is None else 'true' if v{i} else 'false')")
+            cells.append(f"{{'' if (v{i} := values[C{i}]) is None else 'true' if v{i} else 'false'}}")
         else:
-            cells.append(f"field(values.get(C[{i}]))")
+            cells.append(f"{{field(values.get(C{i}))}}")
+    text = delimiter.join(cells).replace("\t", "\\t")
     source = (
         "def line(row):\n"
         "    values = as_dict(row)\n"
-        f"    text = {' + D + '.join(cells)}\n"
+        "    try:\n"
+        f'        text = f"{text}"\n'
+        "    except KeyError:\n"
+        "        return generic(row)\n"
         f"    if '\"' in text or '\\n' in text or '\\r' in text or text.count(D) != {len(columns) - 1} or not text:\n"
         "        return quoted([field(values.get(c)) for c in C])\n"
         "    return text + '\\n'\n"
     )
     namespace: dict[str, Any] = {
         "C": tuple(columns),
+        **{f"C{i}": c for i, c in enumerate(columns)},
         "D": delimiter,
         "as_dict": _as_dict,
         "field": field,
-        "int_text": int.__repr__,
-        "float_text": float.__repr__,
+        "generic": generic,
         "quoted": quoted,
     }
     exec(source, namespace)  # the source holds only generated names: column names come from C

@@ -75,8 +75,8 @@ def scan(
     shown = [c for c in spec.columns if cols is None or c in cols or spec.is_key(c)]
     types = {c: spec.type_of(c) for c in shown} | ({"_version": FieldType.LONG} if versions else {})
     printer = RowPrinter(get_state(ctx).output_format(output), list(types), types=types)
-    for row in pages.rows():
-        printer.add({**row.to_dict(), "_version": row.version} if versions else row)
+    rows = pages.rows()
+    printer.add_all(({**row.to_dict(), "_version": row.version} for row in rows) if versions else rows)
     printer.close()
     paging.continue_hint(printer.count, pages.token)
     if printer.count == 0 and after is None and limit != 0:
