@@ -219,6 +219,11 @@ class Provider(Protocol):
     def admin(self) -> Admin:
         """Table management."""
 
+    @property
+    def store_id(self) -> str:
+        """The store this provider opened, without credentials: two providers with the
+        same ``store_id`` read and write the same tables (two URLs may name one store)."""
+
     def transaction(self) -> Transaction:
         """A new serializable transaction (use it as a context manager)."""
 

@@ -91,6 +91,12 @@ class ProviderBase(Provider, ABC):
     def admin(self) -> Admin:
         """Table management."""
 
+    @property
+    def store_id(self) -> str:
+        """The store this provider opened, without credentials (here the masked URL;
+        providers whose URLs can name one store in several ways normalise it)."""
+        return self.url
+
     @abstractmethod
     def transaction(self) -> TransactionBase:
         """A new serializable transaction (use it as a context manager)."""

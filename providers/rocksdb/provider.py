@@ -185,3 +185,12 @@ class RocksDBProvider(KvProvider):
                 f"rocksdb {options.path} exists and is not a directory; a rocksdb: URL names a database directory"
             )
         return cls(url, RocksStore(options))
+
+    def __init__(self, url: str, store: RocksStore) -> None:
+        super().__init__(url, store)
+        self._path = os.path.realpath(store.options.path)
+
+    @property
+    def store_id(self) -> str:
+        """``rocksdb:`` and the database directory's real path."""
+        return f"rocksdb:{self._path}"

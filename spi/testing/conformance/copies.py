@@ -168,9 +168,16 @@ class CopyTests:
         assert [(r["k"], r.version) for r in provider.table(name).scan(order_by="v")] == [(2, 4)]
         assert provider.admin.create_staging(name) != staging and not provider.admin.exists(staging)
 
+    def test_store_id(self, provider: Any, provider_factory: Any) -> None:
+        assert isinstance(provider.store_id, str) and provider.store_id
+        assert "***" not in provider.store_id
+        with provider_factory() as other:
+            assert other.store_id != provider.store_id  # a fresh, empty store
+
     @requires(Capability.PROCESSES)
     def test_another_connection_sees_the_swap(self, provider: Any, provider_url: str, orders: Any) -> None:
         with spi.connect(provider_url) as other:
+            assert other.store_id == provider.store_id
             reader: Any = other.table("orders")
             for _ in range(8):  # long enough for a driver to prepare its statements
                 assert reader.read(("eu", -5)).version == 1
