@@ -40,11 +40,17 @@ def _table_names(names: list[str] | None) -> list[str] | None:
 
 def copy(
     ctx: typer.Context,
-    src_url: Annotated[str, typer.Argument(help="The store to copy from (a provider URL).", show_default=False)],
-    dst_url: Annotated[str, typer.Argument(help="The store to copy into (a provider URL).", show_default=False)],
+    src_url: Annotated[
+        str, typer.Argument(metavar="SRC_URL", help="The store to copy from (a provider URL).", show_default=False)
+    ],
+    dst_url: Annotated[
+        str, typer.Argument(metavar="DST_URL", help="The store to copy into (a provider URL).", show_default=False)
+    ],
     tables: Annotated[
         list[str] | None,
-        typer.Argument(help="The tables to copy (or --all).", callback=_table_names, show_default=False),
+        typer.Argument(
+            metavar="TABLE...", help="The tables to copy (or --all).", callback=_table_names, show_default=False
+        ),
     ] = None,
     all_tables: Annotated[bool, typer.Option("--all", help="Copy every table of the source.")] = False,
     mode: Annotated[
