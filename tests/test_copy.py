@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from cli_support import REPO, Kvctl, assert_one_error, provider_url, run_process
 from copy_support import (
+    BIG,
     ORDERS,
     fill_big,
     fill_real_data,
@@ -248,3 +249,22 @@ def test_killed_overwrite_leaves_the_old_rows(kind: str, tmp_path: Path, request
     rerun = copy(src, dst, "big", "--mode", "overwrite", "--yes")
     assert rerun.code == 0, rerun
     assert snapshot(dst) == snapshot(src) and staging_tables(dst) == []
+
+
+@pytest.mark.slow
+def test_destination_altered_during_an_overwrite(tmp_path: Path) -> None:
+    """A table altered while its staging table loads is not swapped: exit 2, old rows kept."""
+    src, dst = f"rocksdb://{tmp_path}/src", f"rocksdb://{tmp_path}/dst"
+    fill_big(src, 150_000, note="new")
+    fill_big(dst, 1_000, note="old")
+    proc = kvctl_process("copy", src, dst, "big", "--mode", "overwrite", "--yes", "--batch-size", "2000")
+    wait_until("staging began", lambda: bool(staging_tables(dst)), proc)
+    wider = spi.TableSpec("big", [*BIG.fields, spi.Field("extra", "string")], BIG.primary_key, BIG.indexes)
+    with spi.connect(dst) as p:
+        p.admin.create_or_update(wider)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and err.count("error:") == 1, (out, err)
+    assert "was altered while its rows were copied" in err
+    with spi.connect(dst) as p:
+        assert p.table("big").count() == 1_000 and p.table("big").read((5,))["pad"].startswith("old")  # type: ignore[index]
+    assert staging_tables(dst) == []

@@ -133,7 +133,13 @@ def _copy_table(source: spi.Provider, destination: spi.Provider, plan: Plan, mod
     staging = destination.admin.create_staging(name)
     try:
         rows = _stream(source, name, destination.table(staging), "insert", batch_size)
-        destination.admin.swap_rows(name, staging)  # the staging table now holds the old rows
+        try:
+            destination.admin.swap_rows(name, staging)  # the staging table now holds the old rows
+        except spi.IncompatibleSchemaError:
+            raise spi.IncompatibleSchemaError(
+                f"destination table {name!r} was altered while its rows were copied; its rows are unchanged "
+                "(run the copy again)"
+            ) from None
     finally:
         destination.admin.drop(staging, missing_ok=True)
     return rows
