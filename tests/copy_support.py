@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -109,20 +110,43 @@ def _plain(row: spi.Row) -> dict[str, Any]:
 def staging_tables(url: str) -> list[str]:
     """The staging tables a store holds (read from its catalog: the SPI hides them)."""
     with spi.connect(url) as p:
-        if url.startswith("rocksdb"):
-            from spi.kv.layout import CATALOG
+        return staging_tables_of(p)
 
-            with p.transaction() as tx:  # type: ignore[attr-defined]
-                names = [k[len(CATALOG) :].decode() for k, _ in tx.iterate(CATALOG, CATALOG + b"\xff", False)]
-        else:
-            import sqlalchemy as sa
 
-            from providers.postgres.schema import catalog_table
+def staging_tables_of(p: Any) -> list[str]:
+    """:func:`staging_tables` of an open provider."""
+    if p.store_id.startswith("rocksdb"):
+        from spi.kv.layout import CATALOG
 
-            catalog = catalog_table(p.schema)  # type: ignore[attr-defined]
-            with p.transaction() as tx:  # type: ignore[attr-defined]
-                names = [r[0] for r in tx.execute(sa.select(catalog.c.name)).fetchall()]
+        with p.transaction() as tx:
+            names = [k[len(CATALOG) :].decode() for k, _ in tx.iterate(CATALOG, CATALOG + b"\xff", False)]
+    else:
+        import sqlalchemy as sa
+
+        from providers.postgres.schema import catalog_table
+
+        catalog = catalog_table(p.schema)
+        with p.transaction() as tx:
+            names = [r[0] for r in tx.execute(sa.select(catalog.c.name)).fetchall()]
     return sorted(n for n in names if is_staging(n))
+
+
+def kill_while_staging(url: str, proc: subprocess.Popen[str], rows: int) -> None:
+    """SIGKILL ``proc``'s whole process group once a staging table in ``url`` holds at
+    least ``rows`` rows (fail if the process ends first)."""
+    with spi.connect(url) as watcher:
+
+        def staged() -> bool:
+            names = staging_tables_of(watcher)
+            return bool(names) and watcher.table(names[0]).count() >= rows
+
+        try:
+            wait_until("rows were staged", staged, proc, timeout=300)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
 
 
 def fill_big(url: str, n: int, *, note: str = "") -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,12 +17,14 @@ from copy_support import (
     ORDERS,
     fill_big,
     fill_real_data,
+    kill_while_staging,
     kvctl_process,
     order_key,
     order_row,
     peak_rss,
     snapshot,
     staging_tables,
+    staging_tables_of,
     wait_until,
 )
 
@@ -226,24 +227,11 @@ def test_memory_stays_flat(tmp_path: Path, request: pytest.FixtureRequest) -> No
 def test_killed_overwrite_leaves_the_old_rows(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     src = f"rocksdb://{tmp_path}/src"
     dst = provider_url(kind, tmp_path, request)
-    fill_big(src, 150_000, note="new")
+    fill_big(src, 300_000, note="new")
     fill_big(dst, 2_000, note="old")
     old = snapshot(dst)
-    proc = kvctl_process("copy", src, dst, "big", "--mode", "overwrite", "--yes", "--batch-size", "2000")
-
-    def staged_some() -> bool:
-        names = staging_tables(dst)
-        if not names:
-            return False
-        with spi.connect(dst) as p:
-            return bool(p.table(names[0]).count() >= 20_000)
-
-    try:
-        wait_until("rows were staged", staged_some, proc)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-    assert proc.returncode == -signal.SIGKILL
+    proc = kvctl_process("copy", src, dst, "big", "--mode", "overwrite", "--yes", "--batch-size", "1000")
+    kill_while_staging(dst, proc, 1_000)
     assert snapshot(dst) == old
     assert len(staging_tables(dst)) == 1  # the killed run's, hidden until the next overwrite
     rerun = copy(src, dst, "big", "--mode", "overwrite", "--yes")
@@ -255,12 +243,12 @@ def test_killed_overwrite_leaves_the_old_rows(kind: str, tmp_path: Path, request
 def test_destination_altered_during_an_overwrite(tmp_path: Path) -> None:
     """A table altered while its staging table loads is not swapped: exit 2, old rows kept."""
     src, dst = f"rocksdb://{tmp_path}/src", f"rocksdb://{tmp_path}/dst"
-    fill_big(src, 150_000, note="new")
+    fill_big(src, 300_000, note="new")
     fill_big(dst, 1_000, note="old")
-    proc = kvctl_process("copy", src, dst, "big", "--mode", "overwrite", "--yes", "--batch-size", "2000")
-    wait_until("staging began", lambda: bool(staging_tables(dst)), proc)
+    proc = kvctl_process("copy", src, dst, "big", "--mode", "overwrite", "--yes", "--batch-size", "1000")
     wider = spi.TableSpec("big", [*BIG.fields, spi.Field("extra", "string")], BIG.primary_key, BIG.indexes)
     with spi.connect(dst) as p:
+        wait_until("staging began", lambda: bool(staging_tables_of(p)), proc)
         p.admin.create_or_update(wider)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and err.count("error:") == 1, (out, err)

@@ -8,8 +8,6 @@ Spark starts.
 from __future__ import annotations
 
 import json
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +127,7 @@ def test_killed_import_overwrite_leaves_the_old_rows(
     import pyarrow as pa
     import pyarrow.parquet as pq
     from cli_support import provider_url
-    from copy_support import fill_big, kvctl_process, snapshot, staging_tables, wait_until
+    from copy_support import fill_big, kill_while_staging, kvctl_process, snapshot, staging_tables
 
     url = provider_url(kind, tmp_path, request)
     fill_big(url, 2_000, note="old")
@@ -141,19 +139,7 @@ def test_killed_import_overwrite_leaves_the_old_rows(
     )
     proc = kvctl_process("--url", url, "import", "big", "--in", str(src), "--mode", "overwrite", "--yes")
 
-    def staged_some() -> bool:
-        names = staging_tables(url)
-        if not names:
-            return False
-        with spi.connect(url) as p:
-            return bool(p.table(names[0]).count() >= 20_000)
-
-    try:
-        wait_until("rows were staged", staged_some, proc, timeout=300)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-    assert proc.returncode == -signal.SIGKILL
+    kill_while_staging(url, proc, 20_000)
     assert snapshot(url) == old
     assert len(staging_tables(url)) == 1
     res = Kvctl(url).ok("import", "big", "--in", str(src), "--mode", "overwrite", "--yes")
