@@ -102,7 +102,7 @@ def load(
         raise
 
 
-def progress_bar(total: int) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
+def progress_bar(total: int, label: str = "loading") -> tuple[Callable[[int], None] | None, Callable[[], None]]:
     """A progress callback and its finisher: a rich bar on stderr when it is a terminal."""
     if not sys.stderr.isatty():
         return None, lambda: None
@@ -110,7 +110,7 @@ def progress_bar(total: int) -> tuple[Callable[[int], None] | None, Callable[[],
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     bar = Progress(
-        TextColumn("loading"),
+        TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),

@@ -3,7 +3,9 @@
 :func:`run_load` drives a load for every provider; a :class:`LoadPreparer` says how
 input rows become what a provider's batch writer takes. The default validates each
 row into a dict as it is read; a provider may instead copy rows as they are read
-and validate and encode a whole batch at once (:mod:`spi.kv.bulk`).
+and validate and encode a whole batch at once (:mod:`spi.kv.bulk`). A load that
+keeps versions (``keep_versions=True``) reads each row's version as it takes the
+row (:class:`_VersionReader`) and hands the batch's versions to the writer.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from typing import Any
 from spi.codec import encode_key
 from spi.errors import InvalidFieldError, KvError, RowExistsError
 from spi.keys import key_of
+from spi.primitives import Kept
+from spi.row import Row
 from spi.spec import TableSpec
 from spi.textvalues import key_words
+from spi.types import INT64_MAX
 from spi.validate import check_batch_size, validate_row
 
 LOAD_MODES = ("upsert", "insert", "replace")
@@ -57,37 +62,83 @@ class LoadPreparer:
         return key_of(self.spec, row)
 
 
+BatchWriter = Callable[[Any, str, Kept | None], None]
+"""Writes one prepared batch: ``(batch, mode, kept)``, ``kept`` None unless the load
+keeps versions."""
+
+
+class _BadVersion(Exception):
+    """A row without a usable version in a load that keeps versions (not a
+    :class:`KvError`, so preparers let it through to :func:`run_load`)."""
+
+    def __init__(self, index: int, version: Any) -> None:
+        super().__init__(index, version)
+        self.index = index
+        self.version = version
+
+
+class _VersionReader:
+    """The input rows of a load that keeps versions, each one's version read as the
+    load takes it: :attr:`versions` and :attr:`rows` hold those of the current batch."""
+
+    def __init__(self, rows: Iterator[Any]) -> None:
+        self._source = rows
+        self.versions: list[int] = []
+        self.rows: list[Any] = []
+
+    def next_batch(self) -> None:
+        """Start a new batch."""
+        self.versions, self.rows = [], []
+
+    def __iter__(self) -> Iterator[Any]:
+        for row in self._source:
+            version = getattr(row, "version", None)
+            if type(version) is not int or not 1 <= version <= INT64_MAX:
+                raise _BadVersion(len(self.versions), version)
+            self.versions.append(version)
+            values = row.to_dict() if type(row) is Row else dict(row) if isinstance(row, Mapping) else row
+            self.rows.append(values)
+            yield values
+
+
 def run_load(
-    write_batch: Callable[[Any, str], None],
+    write_batch: BatchWriter,
     preparer: LoadPreparer,
     rows: Iterable[Mapping[str, Any]],
     *,
     mode: str,
     batch_size: int,
     progress: Callable[[int], None] | None,
+    keep_versions: bool = False,
 ) -> int:
     """Validate and write ``rows`` in batches through ``write_batch``.
 
     A bad row fails its batch: the raised error carries ``row_index`` (0-based in
     ``rows``), ``column`` and ``rows_written`` (rows of the earlier batches). Within
-    a batch, an invalid value is reported before a key repeated in an insert.
+    a batch, an invalid value is reported before a key repeated in an insert. With
+    ``keep_versions`` every row needs a ``version`` (a positive 64-bit integer, as
+    :class:`Row` has); a row without one is an :class:`InvalidFieldError`, reported
+    after any bad value in an earlier row of its batch.
     """
     if mode not in LOAD_MODES:
         raise InvalidFieldError(f"load mode must be one of {', '.join(LOAD_MODES)}, got {mode!r}")
     check_batch_size(batch_size)
-    source = iter(rows)
+    reader = _VersionReader(iter(rows)) if keep_versions else None
+    source = iter(rows) if reader is None else iter(reader)
     held = isinstance(rows, (list, tuple))
     written = 0
     taken: list[Any] = []
     while True:
         try:
-            taken = preparer.take(source, batch_size, held=held)
+            if reader is not None:
+                reader.next_batch()
+            taken = _take(preparer, source, batch_size, held, reader)
             if not taken:
                 return written
             batch = preparer.prepare(taken)
             if mode == "insert":
                 _check_distinct(preparer, taken)
-            write_batch(batch, mode)
+            write_batch(batch, mode, None if reader is None else Kept(reader.versions))
         except KvError as exc:
             if exc.row_index is None:
                 exc.row_index = _batch_position(preparer, taken, exc)
@@ -100,6 +151,26 @@ def run_load(
             progress(written)
         if len(taken) < batch_size:
             return written
+
+
+def _take(
+    preparer: LoadPreparer, source: Iterator[Any], n: int, held: bool, reader: _VersionReader | None
+) -> list[Any]:
+    """``preparer.take``; a row without a version fails after the rows before it are
+    validated (so the first bad row of the batch is the one reported)."""
+    try:
+        return preparer.take(source, n, held=held)
+    except _BadVersion as bad:
+        assert reader is not None
+        earlier = reader.rows[: bad.index]
+        if earlier:
+            preparer.prepare(preparer.take(iter(earlier), len(earlier), held=True))
+        error = InvalidFieldError(
+            f"the row has no usable version ({bad.version!r}); a load that keeps versions takes rows "
+            "with a positive integer version, as spi.Row has"
+        )
+        error.row_index = bad.index
+        raise error from None
 
 
 def _check_distinct(preparer: LoadPreparer, taken: list[Any]) -> None:

@@ -1,5 +1,5 @@
 """What a provider's primitives exchange with :class:`spi.table.TableBase`: stored rows,
-scan requests, column batches and scan positions."""
+scan requests, column batches, scan positions and what a load keeps of each row."""
 
 from __future__ import annotations
 
@@ -24,6 +24,17 @@ class Stored(NamedTuple):
 
     values: dict[str, Any]
     version: int
+
+
+class Kept(NamedTuple):
+    """What a load with ``keep_versions=True`` keeps of each row of a batch besides its
+    values, in batch order: ``versions[i]`` is the version row ``i`` is written with.
+
+    Row expiry (SPI.md's TTL) is meant to travel here too, as another list read from
+    the same input rows (``row.expires_at``), so providers get it through the same
+    primitive (:meth:`spi.table.TableBase._load_kept`)."""
+
+    versions: list[int]
 
 
 @dataclass(frozen=True)

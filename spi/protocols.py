@@ -49,6 +49,15 @@ class Admin(Protocol):
     def verify(self, name: str) -> list[str]:
         """Consistency problems found in a table (empty: none); needs capability ``verify``."""
 
+    def create_staging(self, name: str) -> str:
+        """Make an empty hidden table with table ``name``'s spec and return its name
+        (``list_tables`` never shows it); first drop what earlier staging tables of
+        ``name`` are left (see :mod:`spi.staging`)."""
+
+    def swap_rows(self, name: str, other: str) -> None:
+        """Exchange the rows (with their versions and index entries) of two tables with
+        the same fields, key and indexes, atomically; each keeps its name and spec."""
+
 
 class Table(Protocol):
     """The operations on one table (SPI.md, "Operations on a table"): inside a
@@ -106,8 +115,11 @@ class Table(Protocol):
         mode: str = "upsert",
         batch_size: int = 10_000,
         progress: Callable[[int], None] | None = None,
+        keep_versions: bool = False,
     ) -> int:
-        """Bulk load, each batch atomic; how many rows were written."""
+        """Bulk load, each batch atomic; how many rows were written. With
+        ``keep_versions`` each row (an :class:`spi.Row`, or anything with a ``version``)
+        is written with its own version instead of the next one."""
 
     def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:
         """The row with this full key, or None."""
@@ -206,6 +218,11 @@ class Provider(Protocol):
     @property
     def admin(self) -> Admin:
         """Table management."""
+
+    @property
+    def store_id(self) -> str:
+        """The store this provider opened, without credentials: two providers with the
+        same ``store_id`` read and write the same tables (two URLs may name one store)."""
 
     def transaction(self) -> Transaction:
         """A new serializable transaction (use it as a context manager)."""

@@ -91,6 +91,12 @@ class ProviderBase(Provider, ABC):
     def admin(self) -> Admin:
         """Table management."""
 
+    @property
+    def store_id(self) -> str:
+        """The store this provider opened, without credentials (here the masked URL;
+        providers whose URLs can name one store in several ways normalise it)."""
+        return self.url
+
     @abstractmethod
     def transaction(self) -> TransactionBase:
         """A new serializable transaction (use it as a context manager)."""
@@ -211,15 +217,17 @@ class AutoCommitTable:
         mode: str = "upsert",
         batch_size: int = 10_000,
         progress: Callable[[int], None] | None = None,
+        keep_versions: bool = False,
     ) -> int:
         """Bulk load; each batch commits in its own transaction."""
         return run_load(
-            lambda batch, m: self._call(lambda t: t._load_validated(batch, m)),
+            lambda batch, m, kept: self._call(lambda t: t._load_validated(batch, m, kept)),
             self._call(lambda t: t._load_preparer()),
             rows,
             mode=mode,
             batch_size=batch_size,
             progress=progress,
+            keep_versions=keep_versions,
         )
 
     def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:

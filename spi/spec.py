@@ -13,16 +13,20 @@ from spi.types import FieldType, checker
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_NAME_LENGTH = 63
+STAGING_PREFIX = "kv_stage_"
+"""How the names of kvctl's hidden staging tables start (see :mod:`spi.staging`): a
+:class:`TableSpec` may carry such a name, while ``admin.create`` refuses it."""
 _WIDENINGS = {(FieldType.INT, FieldType.LONG), (FieldType.FLOAT, FieldType.DOUBLE)}
 
 
-def validate_name(name: Any, what: str) -> str:
-    """Check a table or column name against the contract's identifier rules."""
+def validate_name(name: Any, what: str, *, staging: bool = False) -> str:
+    """Check a table or column name against the contract's identifier rules
+    (``staging``: a staging table's name is allowed too)."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise SchemaError(f"{what} name {name!r} is invalid: use letters, digits and _, not starting with a digit")
     if len(name) > MAX_NAME_LENGTH:
         raise SchemaError(f"{what} name {name!r} is longer than {MAX_NAME_LENGTH} characters")
-    if name.lower().startswith("kv_"):
+    if name.lower().startswith("kv_") and not (staging and name.startswith(STAGING_PREFIX)):
         raise SchemaError(f"{what} name {name!r} is reserved: names starting with 'kv_' belong to kvctl")
     return name
 
@@ -90,7 +94,7 @@ class TableSpec:
         primary_key: Sequence[str],
         indexes: Iterable[str] = (),
     ) -> None:
-        validate_name(name, "table")
+        validate_name(name, "table", staging=True)
         parsed = tuple(_as_field(f) for f in fields)
         if not parsed:
             raise SchemaError(f"table {name!r} needs at least one field")
@@ -195,6 +199,10 @@ class TableSpec:
         return (
             f"TableSpec({self.name!r}, [{fields}], primary_key={list(self.primary_key)}, indexes={list(self.indexes)})"
         )
+
+    def renamed(self, name: str) -> TableSpec:
+        """The same fields, key and indexes under the table name ``name``."""
+        return TableSpec(name, self.fields, self.primary_key, self.indexes)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as the CLI's ``--spec`` JSON object."""

@@ -2,8 +2,8 @@
 
 A provider subclasses :class:`TableBase` and implements the primitives
 (``_get``, ``_put``, ``_remove``, ``_scan``, ``_split`` and ``_explain``; ``_count``,
-``_get_many``, ``_scan_rows``, ``_scan_batches``, ``_scan_arrow``, ``_load_preparer`` and
-``_load_batch`` have generic defaults built on them). Every public operation — validation,
+``_get_many``, ``_scan_rows``, ``_scan_batches``, ``_scan_arrow``, ``_load_preparer``,
+``_load_batch`` and ``_load_kept`` have generic defaults built on them). Every public operation — validation,
 versions, conditions, defaults, increments, compare-and-swap, range writes, bulk
 load batching, pagination tokens, multi-range merges — is implemented here, so
 every provider gives the same answers to the same operations.
@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from spi.errors import InvalidFieldError, RowExistsError, RowNotFoundError, VersionMismatchError
 from spi.filters import Expr, bind
+from spi.kept import load_kept
 from spi.keys import KeyLike, Range, ResolvedRange, key_of, normalize_key, resolve_range
 from spi.load import LoadPreparer, run_load
 from spi.planner import check_order_by
-from spi.primitives import ColumnBatch, ScanRequest, Stored, sort_position
+from spi.primitives import ColumnBatch, Kept, ScanRequest, Stored, sort_position
 from spi.row import Page, Row
 from spi.spec import TableSpec
 from spi.textvalues import key_words
@@ -139,6 +140,13 @@ class TableBase(ABC):
             olds = map(self._get, keys)  # lazy: each read follows the writes before it
         for key, values, old in zip(keys, rows, olds):
             write(key, values, old)
+
+    def _load_kept(self, rows: Any, mode: str, kept: Kept) -> None:
+        """:meth:`_load_batch` for a load that keeps versions: row ``i`` is written with
+        version ``kept.versions[i]``. Takes what ``_load_preparer`` prepares, so a
+        provider overriding one overrides both (here: validated dicts, see
+        :func:`spi.kept.load_kept`)."""
+        load_kept(self, rows, mode, kept)
 
     # ---------------------------------------------------------------- helpers
     def _key(self, key: KeyLike) -> tuple[Any, ...]:
@@ -339,10 +347,19 @@ class TableBase(ABC):
         mode: str = "upsert",
         batch_size: int = 10_000,
         progress: Callable[[int], None] | None = None,
+        keep_versions: bool = False,
     ) -> int:
-        """Bulk write ``rows`` in batches (validated before each is written)."""
+        """Bulk write ``rows`` in batches (validated before each is written); with
+        ``keep_versions`` each row is written with its own ``version`` (rows read from
+        another table, see :mod:`spi.kept`)."""
         return run_load(
-            self._load_validated, self._load_preparer(), rows, mode=mode, batch_size=batch_size, progress=progress
+            self._load_validated,
+            self._load_preparer(),
+            rows,
+            mode=mode,
+            batch_size=batch_size,
+            progress=progress,
+            keep_versions=keep_versions,
         )
 
     def _load_preparer(self) -> LoadPreparer:
@@ -350,8 +367,11 @@ class TableBase(ABC):
         validated dicts); providers may validate and encode whole batches there."""
         return LoadPreparer(self.spec)
 
-    def _load_validated(self, batch: Any, mode: str) -> None:
-        self._load_batch(batch, mode)
+    def _load_validated(self, batch: Any, mode: str, kept: Kept | None = None) -> None:
+        if kept is None:
+            self._load_batch(batch, mode)
+        else:
+            self._load_kept(batch, mode, kept)
 
     # ------------------------------------------------------------------- reads
     def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:

@@ -115,3 +115,35 @@ def test_real_process_bad_row_is_one_error_line(url: str, tmp_path: Path) -> Non
     res = run_process("--url", url, "import", "items", "--in", str(src), "--format", "csv", cwd=tmp_path)
     assert_one_error(res, 2)
     assert "'id'" in res.err and "'x'" in res.err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["rocksdb", "postgres"])
+def test_killed_import_overwrite_leaves_the_old_rows(
+    spark: Any, kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """SIGKILL to the whole kvctl import (its JVM and Python workers too) while the
+    overwrite loads: the table keeps its old rows, and a rerun succeeds."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from cli_support import provider_url
+    from copy_support import fill_big, kill_while_staging, kvctl_process, snapshot, staging_tables
+
+    url = provider_url(kind, tmp_path, request)
+    fill_big(url, 2_000, note="old")
+    old = snapshot(url)
+    n = 400_000
+    src = tmp_path / "big.parquet"
+    pq.write_table(
+        pa.table({"id": range(n), "g": [i % 100 for i in range(n)], "pad": [f"new{i:012d}" for i in range(n)]}), src
+    )
+    proc = kvctl_process("--url", url, "import", "big", "--in", str(src), "--mode", "overwrite", "--yes")
+
+    kill_while_staging(url, proc, 20_000)
+    assert snapshot(url) == old
+    assert len(staging_tables(url)) == 1
+    res = Kvctl(url).ok("import", "big", "--in", str(src), "--mode", "overwrite", "--yes")
+    assert res.out.strip() == str(n)
+    with spi.connect(url) as p:
+        assert p.table("big").count() == n and p.table("big").read((7,))["pad"] == "new000000000007"  # type: ignore[index]
+    assert staging_tables(url) == []

@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "scan": "kvctl.commands.scan",
     "count": "kvctl.commands.scan",
     "txn": "kvctl.commands.txn",
+    "copy": "kvctl.commands.copy",
     "export": "kvctl.commands.transfer",
     "import": "kvctl.commands.transfer",
     "migrate": "kvctl.commands.migrate",

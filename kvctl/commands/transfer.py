@@ -141,7 +141,8 @@ def import_(
     path: Annotated[str, typer.Option("--in", help="Input file or directory.", show_default=False)],
     format: Format = "parquet",
     mode: Annotated[
-        str, typer.Option("--mode", help="append (upsert) | overwrite (empty the table first; needs --yes).")
+        str,
+        typer.Option("--mode", help="append (upsert) | overwrite (replace the table's rows atomically; needs --yes)."),
     ] = "append",
     create: Annotated[bool, typer.Option("--create", help="Create the table from the file's schema.")] = False,
     pk: Annotated[str | None, typer.Option("--pk", help="Key columns for --create, in key order (a,b).")] = None,
@@ -152,12 +153,14 @@ def import_(
     """Import files into a table with Spark; prints the rows imported.
 
     Every row is checked against the table's types first: a bad value fails with
-    exit 2, naming the column and value, and nothing is written.
+    exit 2, naming the column and value, and nothing is written. --mode overwrite
+    loads into a staging table and swaps it in at the end: a failed or killed
+    import leaves the old rows untouched.
     """
     _choice(format, FORMATS, "--format")
     _choice(mode, ("append", "overwrite"), "--mode")
     if mode == "overwrite" and not yes:
-        raise CliError("--mode overwrite empties the table first: add --yes (nothing was changed)")
+        raise CliError("--mode overwrite replaces the table's rows: add --yes (nothing was changed)")
     if create != (pk is not None):
         raise CliError("--create and --pk go together: --create --pk a,b")
     key = None if pk is None else [c.strip() for c in pk.split(",") if c.strip()]

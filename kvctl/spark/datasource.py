@@ -12,7 +12,9 @@ whole export); PostgreSQL streams each partition from one read-only snapshot. Ea
 column batch becomes one Arrow record batch typed exactly by the table's spec, an
 array per column. Writing: every partition converts
 its rows to the table's types and calls ``table.load`` (one transaction per
-batch); ``mode("overwrite")`` empties the table first.
+batch); ``mode("overwrite")`` loads into a staging table instead, which the job's
+commit swaps in (:mod:`spi.staging`), so a failed or killed job leaves the table's
+rows as they were.
 """
 
 from __future__ import annotations
@@ -129,14 +131,23 @@ class KvctlDataSource(DataSource):
 
     @reports_errors
     def writer(self, schema: StructType, overwrite: bool) -> KvctlWriter:
-        """A writer into the table; checks the columns and, for overwrite, empties the table (once, here)."""
+        """A writer into the table; checks the columns and, for overwrite, makes the
+        staging table the tasks load into (once, here)."""
         spec = self._spec()
         check_columns(spec, schema.fieldNames())
+        staging = None
         if overwrite and not self.dry_run:
             with spi.connect(self.url) as p:
-                p.table(self.table).delete_range()
+                staging = p.admin.create_staging(self.table)
         return KvctlWriter(
-            self.url, spec.to_json(), self.load_mode, self.batch_rows, self.counter, self.dry_run, self.text_rules
+            self.url,
+            spec.to_json(),
+            self.load_mode,
+            self.batch_rows,
+            self.counter,
+            self.dry_run,
+            self.text_rules,
+            staging,
         )
 
 
@@ -212,7 +223,8 @@ class LoadedRows(WriterCommitMessage):
 
 class KvctlWriter(DataSourceArrowWriter):
     """Loads each partition's rows through ``table.load`` in batches (each batch atomic);
-    with ``dry_run`` only converts and validates them."""
+    with ``dry_run`` only converts and validates them. With ``staging`` the tasks load
+    into that staging table, and the job's commit swaps its rows into the table."""
 
     def __init__(
         self,
@@ -223,6 +235,7 @@ class KvctlWriter(DataSourceArrowWriter):
         counter: Any = None,
         dry_run: bool = False,
         text_rules: str = "json",
+        staging: str | None = None,
     ) -> None:
         self.url = url
         self.spec_json = spec_json
@@ -231,6 +244,7 @@ class KvctlWriter(DataSourceArrowWriter):
         self.counter = counter
         self.dry_run = dry_run
         self.text_rules = text_rules
+        self.staging = staging
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LoadedRows:
         """Convert and load this task's rows; a bad value fails naming column and value."""
@@ -260,6 +274,22 @@ class KvctlWriter(DataSourceArrowWriter):
             done = written
 
         with spi.connect(self.url) as p:
-            table = p.table(spec.name)
+            table = p.table(self.staging or spec.name)
             freeze_loaded_modules()
             yield table.load(rows, mode=self.load_mode, batch_size=self.batch_rows, progress=progress)
+
+    @reports_errors
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Every task loaded its rows: swap the staging table's rows in (one commit) and
+        drop it, with the old rows."""
+        if self.staging is not None:
+            with spi.connect(self.url) as p:
+                p.admin.swap_rows(spi.TableSpec.from_json(self.spec_json).name, self.staging)
+                p.admin.drop(self.staging)
+
+    @reports_errors
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """A task failed: drop the staging table; the table keeps its rows."""
+        if self.staging is not None:
+            with spi.connect(self.url) as p:
+                p.admin.drop(self.staging, missing_ok=True)

@@ -226,7 +226,8 @@ def import_table(
     Every row is converted to the table's types and checked first (a Spark pass
     that writes nothing), so a bad value fails before anything changes (a table
     made by ``create_pk`` is dropped again). Then
-    ``mode="append"`` upserts and ``"overwrite"`` empties the table first. With
+    ``mode="append"`` upserts and ``"overwrite"`` replaces the table's rows
+    atomically (loaded into a staging table, swapped in when every task is done). With
     ``create_pk`` the table is created from the input's schema (it must not exist).
     Each task loads in batches of ``batch_rows`` rows, one transaction each.
     """

@@ -93,3 +93,8 @@ class MemoryProvider(KvProvider):
         timeout = options.seconds("busy_timeout", DEFAULT_BUSY_TIMEOUT)
         options.finish()
         return cls(url, MemoryStore(timeout))
+
+    @property
+    def store_id(self) -> str:
+        """``memory://`` and a number of this store (each connect is a store of its own)."""
+        return f"memory://#{id(self._store):x}"

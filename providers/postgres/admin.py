@@ -8,6 +8,7 @@ stay SERIALIZABLE and the DDL's table locks order them against schema changes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -16,11 +17,12 @@ import sqlalchemy as sa
 from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
 
 from providers.postgres.database import PgDatabase
-from providers.postgres.schema import SQL_TYPES, VERSION, index_name, qualified
+from providers.postgres.schema import SQL_TYPES, VERSION, index_name, pkey_name, qualified
 from providers.postgres.transaction import PgTransaction, begin
-from spi.errors import SchemaError, TableExistsError, TableNotFoundError
+from spi.errors import IncompatibleSchemaError, SchemaError, TableExistsError, TableNotFoundError
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
+from spi.staging import is_staging, new_staging_name, stages, staging_base
 
 
 class PgAdmin(Admin):
@@ -109,7 +111,7 @@ class PgAdmin(Admin):
         catalog = self._db.catalog
         with begin(self._db) as tx:
             names = [r[0] for r in tx.execute(sa.select(catalog.c.name)).fetchall()]
-        return sorted(names)
+        return sorted(n for n in names if not is_staging(n))
 
     def drop(self, name: str, *, missing_ok: bool = False) -> None:
         """Drop table ``name`` with its rows and indexes."""
@@ -119,10 +121,43 @@ class PgAdmin(Admin):
                 if missing_ok:
                     return
                 raise TableNotFoundError(f"table {name!r} does not exist")
-            table = self._db.table_sql(TableSpec.from_dict(row.spec)).table
-            tx.execute(DropTable(table, if_exists=True))
-            catalog = self._db.catalog
-            tx.execute(catalog.delete().where(catalog.c.name == name))
+            self._drop_in(tx, TableSpec.from_dict(row.spec))
+
+    def _drop_in(self, tx: PgTransaction, spec: TableSpec) -> None:
+        tx.execute(DropTable(self._db.table_sql(spec).table, if_exists=True))
+        catalog = self._db.catalog
+        tx.execute(catalog.delete().where(catalog.c.name == spec.name))
+
+    def create_staging(self, name: str) -> str:
+        """A new empty hidden table with ``name``'s spec (earlier ones of ``name`` dropped)."""
+        validate_name(name, "table")
+        staging = new_staging_name(name)
+        catalog = self._db.catalog
+        with self._ddl() as tx:
+            spec = tx.spec(name)
+            starts = catalog.c.name.startswith(staging_base(name) + "_", autoescape=True)
+            for leftover, leftover_spec in tx.execute(
+                sa.select(catalog.c.name, catalog.c.spec).where(starts)
+            ).fetchall():
+                if stages(leftover, name):
+                    self._drop_in(tx, TableSpec.from_dict(leftover_spec))
+            self._create_in(tx, spec.renamed(staging))
+        return staging
+
+    def swap_rows(self, name: str, other: str) -> None:
+        """Exchange the two tables' rows in one transaction: the tables (with their
+        primary key constraints and indexes) trade names; the catalog stays as it is."""
+        with self._ddl() as tx:
+            first, second = tx.spec(name), tx.spec(other)
+            if first.renamed(other) != second:
+                raise IncompatibleSchemaError(
+                    f"cannot swap the rows of {name!r} and {other!r}: their fields, keys or indexes differ"
+                )
+            if name == other:
+                return
+            _rename(tx, self._db.schema, first, name, _PARKED)
+            _rename(tx, self._db.schema, first, other, name)
+            _rename(tx, self._db.schema, first, _PARKED, other)
 
     def verify(self, name: str) -> list[str]:
         """Compare the catalog spec with the real table: columns, types, key, indexes."""
@@ -149,6 +184,24 @@ class PgAdmin(Admin):
                 if str(index.name) not in indexes:
                     problems.append(f"index {index.name!r} is missing")
         return problems
+
+
+_PARKED = "kv_swap"
+"""Where :meth:`PgAdmin.swap_rows` parks a table for a moment (no user or staging
+table can have the name, and the rename is undone before the transaction ends)."""
+
+
+def _rename(tx: PgTransaction, schema: str, spec: TableSpec, source: str, target: str) -> None:
+    """Rename the table ``source`` (with ``spec``'s fields, key and indexes) to
+    ``target``, with its primary key constraint and indexes (named after the table)."""
+    q = functools.partial(qualified, tx.dialect)
+    tx.execute(sa.text(f"ALTER TABLE {q(schema, source)} RENAME TO {q(target)}"))
+    tx.execute(
+        sa.text(f"ALTER TABLE {q(schema, target)} RENAME CONSTRAINT {q(pkey_name(source))} TO {q(pkey_name(target))}")
+    )
+    for column in spec.indexes:
+        old, new = index_name(source, column), index_name(target, column)
+        tx.execute(sa.text(f"ALTER INDEX {q(schema, old)} RENAME TO {q(new)}"))
 
 
 def _type_sql(tx: PgTransaction, ftype: Any) -> str:

@@ -5,7 +5,8 @@ arithmetic as one upsert/insert/replace per row.
 A batch whose key range holds no rows yet is copied straight into the table (every
 row is new: version 1). Otherwise it goes through a temporary table. A batch with a
 key twice keeps the sequential per-row path, so later rows see earlier ones. Both
-COPYs send the batch's tuples as they are (values, then version 1).
+COPYs send the batch's tuples as they are (values, then version 1); a load that keeps
+versions sends each row's own version instead and sets it on a conflict too.
 """
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ def load_batch(
     batch: LoadBatch,
     mode: str,
     sequential: Callable[[list[dict[str, Any]], str], None],
+    versions: list[int] | None = None,
 ) -> None:
     """Write a validated batch into ``target`` exactly like one write per row, in bulk
-    (``sequential`` writes a batch that repeats a key row by row)."""
+    (``sequential`` writes a batch that repeats a key row by row); with ``versions``,
+    row ``i`` is written with version ``versions[i]``."""
     if batch.spec is not spec and (batch.spec != spec or batch.spec.columns != spec.columns):
         batch = _revalidated(spec, batch)
     keys = batch.keys()
@@ -58,7 +61,9 @@ def load_batch(
         return
     for columns, positions, rows in batch.groups(mode):
         group_keys = keys if len(positions) == len(keys) else [keys[i] for i in positions]
-        _load_group(tx, spec, target, columns, rows, batch, group_keys, mode)
+        if versions is not None:
+            rows = [(*row[:-1], versions[i]) for row, i in zip(rows, positions)]
+        _load_group(tx, spec, target, columns, rows, batch, group_keys, mode, kept=versions is not None)
 
 
 def _revalidated(spec: TableSpec, batch: LoadBatch) -> LoadBatch:
@@ -82,6 +87,8 @@ def _load_group(
     batch: LoadBatch,
     keys: list[Any],
     mode: str,
+    *,
+    kept: bool,
 ) -> None:
     span = ResolvedRange(batch.key_tuple(min(keys)), True, batch.key_tuple(max(keys)), True)
     occupied = tx.execute(
@@ -89,7 +96,7 @@ def _load_group(
     )
     types = [*(COPY_TYPES[spec.type_of(c)] for c in columns), "int8"]
     if occupied.first() is None:
-        # No row in the batch's key range: every row is an insert at version 1.
+        # No row in the batch's key range: every row is an insert (at version 1, or its own).
         _copy(tx, target.schema, target.name, [*columns, VERSION], types, rows)
         return
     temp = _temp_table(tx, target, columns)
@@ -101,7 +108,7 @@ def _load_group(
     if mode != "insert":
         changed = columns if mode == "upsert" else spec.columns
         values: dict[str, Any] = {c: stmt.excluded[c] for c in changed if not spec.is_key(c)}
-        values[VERSION] = target.c[VERSION] + 1
+        values[VERSION] = stmt.excluded[VERSION] if kept else target.c[VERSION] + 1
         stmt = stmt.on_conflict_do_update(index_elements=[target.c[k] for k in spec.primary_key], set_=values)
     tx.execute(stmt)
 

@@ -35,8 +35,14 @@ class PostgresProvider(ProviderBase):
     def __init__(self, settings: PgSettings, secret: str | None, *, create: bool = True) -> None:
         super().__init__(settings.masked)
         self.schema = settings.schema
+        self._store_id = settings.store_id
         self._db = PgDatabase(settings, secret, create=create)
         self._admin = PgAdmin(self._db)
+
+    @property
+    def store_id(self) -> str:
+        """``postgresql://HOST:PORT/DATABASE?schema=SCHEMA`` (no user or password)."""
+        return self._store_id
 
     @property
     def arrow_conninfo(self) -> str:

@@ -18,7 +18,7 @@ from providers.postgres.statements import TableSql
 from spi.errors import KvError
 from spi.filters import Expr
 from spi.keys import Range, ResolvedRange, quantile_cuts, ranges_between
-from spi.primitives import ColumnBatch, ScanRequest, Stored
+from spi.primitives import ColumnBatch, Kept, ScanRequest, Stored
 from spi.row import Row
 from spi.table import TableBase
 from spi.validate import check_projection
@@ -253,3 +253,9 @@ class PgTable(TableBase):
 
     def _load_batch(self, batch: LoadBatch, mode: str) -> None:
         load_batch(self._tx, self.spec, self._sql.table, batch, mode, super()._load_batch)
+
+    def _load_kept(self, batch: LoadBatch, mode: str, kept: Kept) -> None:
+        def sequential(rows: list[dict[str, Any]], m: str) -> None:
+            super(PgTable, self)._load_kept(rows, m, kept)
+
+        load_batch(self._tx, self.spec, self._sql.table, batch, mode, sequential, kept.versions)

@@ -45,6 +45,14 @@ class PgSettings:
     connect_timeout: int = 0
     """libpq's ``connect_timeout``: whole seconds, 0 for no limit."""
 
+    @property
+    def store_id(self) -> str:
+        """``postgresql://HOST:PORT/DATABASE?schema=SCHEMA``: the store, without credentials."""
+        url = self.sa_url
+        host = str(url.host or self.libpq.get("host") or "localhost").lower()
+        port = url.port or self.libpq.get("port") or 5432
+        return f"postgresql://{host}:{port}/{url.database}?schema={self.schema}"
+
 
 def validate_schema(name: str) -> str:
     """Check a ``?schema=`` value: a plain identifier, not PostgreSQL-reserved."""

@@ -197,3 +197,12 @@ class RocksDBProvider(KvProvider):
             what = "is not a RocksDB database" if os.path.isdir(path) else "does not exist"
             raise UrlError(f"rocksdb database {path} {what} (check the path; nothing was created)")
         return cls(url, RocksStore(options))
+
+    def __init__(self, url: str, store: RocksStore) -> None:
+        super().__init__(url, store)
+        self._path = os.path.realpath(store.options.path)
+
+    @property
+    def store_id(self) -> str:
+        """``rocksdb:`` and the database directory's real path."""
+        return f"rocksdb:{self._path}"

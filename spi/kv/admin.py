@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from spi.codec import prefix_successor
-from spi.errors import SchemaError, TableExistsError, TableNotFoundError
+from spi.errors import IncompatibleSchemaError, SchemaError, TableExistsError, TableNotFoundError
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import CATALOG, NEXT_ID, Layout, LayoutCache, catalog_key, pack, unpack
 from spi.kv.store import StoreSession
@@ -16,6 +16,7 @@ from spi.kv.transaction import KvTransaction, stored_layout
 from spi.kv.verify import verify_table
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
+from spi.staging import is_staging, new_staging_name, stages, staging_base
 
 
 class KvAdmin(Admin):
@@ -81,8 +82,8 @@ class KvAdmin(Admin):
     def list_tables(self) -> list[str]:
         """Every table name, sorted by code point."""
         with self._reading() as view:
-            names = [k[len(CATALOG) :].decode("utf-8") for k in view.keys(CATALOG, prefix_successor(CATALOG))]
-        return sorted(names)
+            names = _names(view, CATALOG)
+        return sorted(n for n in names if not is_staging(n))
 
     def drop(self, name: str, *, missing_ok: bool = False) -> None:
         """Drop table ``name`` and all its rows and index entries."""
@@ -91,9 +92,28 @@ class KvAdmin(Admin):
                 if missing_ok:
                     return
                 raise TableNotFoundError(f"table {name!r} does not exist")
-            layout = tx.layout(name)
-            tx.forget_layout(name)
-            tx.delete_prefix(layout.prefix)
+            _drop_in(tx, name)
+
+    def create_staging(self, name: str) -> str:
+        """A new empty hidden table with ``name``'s spec (earlier ones of ``name`` dropped)."""
+        validate_name(name, "table")
+        staging = new_staging_name(name)
+        with self._tx() as tx:
+            spec = tx.layout(name).spec
+            for leftover in _names(tx, catalog_key(staging_base(name) + "_")):
+                if stages(leftover, name):
+                    _drop_in(tx, leftover)
+            _create_in(tx, spec.renamed(staging))
+        return staging
+
+    def swap_rows(self, name: str, other: str) -> None:
+        """Exchange the two tables' rows in one commit: each catalog entry takes the
+        other's table id (and stored column layout)."""
+        with self._tx() as tx:
+            first, second = tx.layout(name), tx.layout(other)
+            _check_same(first.spec, second.spec)
+            tx.save_layout(Layout(first.spec, second.columns, second.table_id))
+            tx.save_layout(Layout(second.spec, first.columns, first.table_id))
 
     def verify(self, name: str) -> list[str]:
         """Check every row decodes and every index entry matches its row (both ways)."""
@@ -106,6 +126,24 @@ def _create_in(tx: KvTransaction, spec: TableSpec) -> None:
     table_id = 1 if raw is None else int(unpack(raw))
     tx.put(NEXT_ID, pack(table_id + 1))
     tx.save_layout(Layout(spec, list(spec.columns), table_id))
+
+
+def _names(view: WriteBuffer, prefix: bytes) -> list[str]:
+    """The names of the catalog entries whose keys start with ``prefix``."""
+    return [k[len(CATALOG) :].decode("utf-8") for k in view.keys(prefix, prefix_successor(prefix))]
+
+
+def _drop_in(tx: KvTransaction, name: str) -> None:
+    layout = tx.layout(name)
+    tx.forget_layout(name)
+    tx.delete_prefix(layout.prefix)
+
+
+def _check_same(first: TableSpec, second: TableSpec) -> None:
+    if first.renamed(second.name) != second:
+        raise IncompatibleSchemaError(
+            f"cannot swap the rows of {first.name!r} and {second.name!r}: their fields, keys or indexes differ"
+        )
 
 
 def _check_spec(spec: Any) -> None:

@@ -39,7 +39,7 @@ class RowBatch:
     stored key, stored value at version 1, index entries and validated values by
     column) or only validated (``rows`` set: the generic per-row path writes it)."""
 
-    __slots__ = ("columns", "entries", "keys", "names", "rows", "signature", "stored")
+    __slots__ = ("columns", "entries", "keys", "names", "rows", "signature", "stored", "stored_columns")
 
     def __init__(
         self,
@@ -49,6 +49,7 @@ class RowBatch:
         *,
         stored: list[bytes] | None = None,
         columns: list[list[Any]] | None = None,
+        stored_columns: list[list[Any]] | None = None,
         entries: list[list[bytes]] | None = None,
         rows: list[dict[str, Any]] | None = None,
     ) -> None:
@@ -59,6 +60,8 @@ class RowBatch:
         self.names = names
         self.stored = stored
         self.columns = columns
+        self.stored_columns = stored_columns
+        """The values by column as stored (timestamps in microseconds)."""
         self.entries = entries or []
         """Per index, the entry key of every row."""
         self.rows = rows
@@ -69,6 +72,12 @@ class RowBatch:
             return self.rows[i]
         assert self.columns is not None
         return dict(zip(self.names, [c[i] for c in self.columns]))
+
+    def stored_at(self, versions: list[int]) -> list[bytes]:
+        """The stored values of an encoded batch's rows, row ``i`` at ``versions[i]``
+        (:attr:`stored` has them at version 1)."""
+        assert self.stored_columns is not None
+        return list(map(msgspec.msgpack.Encoder().encode, zip(versions, *self.stored_columns)))
 
     def all_rows(self) -> list[dict[str, Any]]:
         """The validated values of every row."""
@@ -175,7 +184,15 @@ class KvLoadPreparer(LoadPreparer):
                 entries.append(list(map(pack, repeat(index_prefix + b"\x01"), map(_SIGN.__add__, values), shifted)))
             else:
                 entries.append([index_prefix + encode_value(v) + k[cut:] for v, k in zip(values, keys)])
-        return RowBatch(keys, self._signature, self._names, stored=stored, columns=columns, entries=entries)
+        return RowBatch(
+            keys,
+            self._signature,
+            self._names,
+            stored=stored,
+            columns=columns,
+            stored_columns=stored_columns,
+            entries=entries,
+        )
 
     def _validated_rows(self, taken: list[Any]) -> RowBatch:
         spec, rows = self.spec, []

@@ -3,17 +3,18 @@ row and its index entries together; scans go to :class:`spi.kv.scan.Scanner`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import repeat
 from typing import Any
 
 from spi.filters import Expr
+from spi.kept import write_kept
 from spi.keys import Range, ResolvedRange, key_of
 from spi.kv.buffer import WriteBuffer
 from spi.kv.bulk import KvLoadPreparer, RowBatch
 from spi.kv.layout import Layout
 from spi.kv.scan import Scanner
-from spi.primitives import ScanRequest, Stored
+from spi.primitives import Kept, ScanRequest, Stored
 from spi.row import Row
 from spi.table import TableBase
 
@@ -74,11 +75,41 @@ class KvTable(TableBase):
         whose keys exist (the generic per-row path writes those). A batch only
         validated, one that repeats a key or one encoded for a layout that has changed
         since takes the generic path whole."""
-        lay, buffer, keys = self._layout, self._buffer, batch.keys
-        stored = batch.stored
-        if stored is None or batch.signature != lay.signature or len(set(keys)) != len(keys):
+        if not self._encoded_fits(batch):
             super()._load_batch(batch.all_rows(), mode)
             return
+        write = {"upsert": self._upsert_at, "insert": self._insert_at, "replace": self._replace_at}[mode]
+        assert batch.stored is not None
+        self._load_encoded(batch, batch.stored, mode, lambda i, key, values, old: write(key, values, old))
+
+    def _load_kept(self, batch: RowBatch, mode: str, kept: Kept) -> None:
+        """:meth:`_load_batch` with each row at its kept version."""
+        if not self._encoded_fits(batch):
+            super()._load_kept(batch.all_rows(), mode, kept)
+            return
+        versions = kept.versions
+        self._load_encoded(
+            batch,
+            batch.stored_at(versions),
+            mode,
+            lambda i, key, values, old: write_kept(self, key, values, versions[i], old, mode),
+        )
+
+    def _encoded_fits(self, batch: RowBatch) -> bool:
+        """True when the bulk path can write ``batch``: encoded for this layout, no key twice."""
+        keys = batch.keys
+        return batch.stored is not None and batch.signature == self._layout.signature and len(set(keys)) == len(keys)
+
+    def _load_encoded(
+        self,
+        batch: RowBatch,
+        stored: list[bytes],
+        mode: str,
+        write: Callable[[int, tuple[Any, ...], dict[str, Any], Stored], object],
+    ) -> None:
+        """Put the encoded rows ``stored`` whose keys are new; ``write(i, key, values,
+        old)`` row ``i`` whose key exists (an insert fails whole first)."""
+        lay, buffer, keys = self._layout, self._buffer, batch.keys
         olds = buffer.get_many(keys)
         if olds.count(None) == len(olds):
             # Rows first: a load usually comes in key order, which the sort at commit uses.
@@ -89,7 +120,6 @@ class KvTable(TableBase):
         if mode == "insert":  # fails whole, before any write (see TableBase._load_batch)
             first = next(i for i, old in enumerate(olds) if old is not None)
             raise self._exists_error(key_of(self.spec, batch.row(first)))
-        write = {"upsert": self._upsert_at, "insert": self._insert_at, "replace": self._replace_at}[mode]
         for i, old in enumerate(olds):
             if old is None:
                 buffer.put(keys[i], stored[i])
@@ -97,7 +127,7 @@ class KvTable(TableBase):
                     buffer.put(entries[i], b"")
             else:
                 values = batch.row(i)
-                write(key_of(self.spec, values), values, lay.decode_row(old))
+                write(i, key_of(self.spec, values), values, lay.decode_row(old))
 
     def _remove(self, key: tuple[Any, ...], old: Stored) -> None:
         lay = self._layout

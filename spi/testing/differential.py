@@ -151,6 +151,8 @@ def _range(draw: Any) -> Range | None:
     return Range(start, end, start_inclusive=draw(st.booleans()), end_inclusive=draw(st.booleans()))
 
 
+_KEPT_VERSION = st.one_of(st.integers(1, 9), st.integers(1, 9), st.sampled_from([0, None, True, 2**63]))
+
 _SCAN = st.fixed_dictionaries(
     {
         "range": _range(),
@@ -193,6 +195,13 @@ _OPS = st.one_of(
         st.integers(1, 4),
     ),
     st.tuples(st.just("txn"), st.lists(st.tuples(_key(), _changes(allow_bad=False)), max_size=3), st.booleans()),
+    st.tuples(
+        st.just("load_kept"),
+        st.lists(st.tuples(_key(), _changes(), _KEPT_VERSION), max_size=6),
+        st.sampled_from(["upsert", "insert", "replace"]),
+        st.integers(1, 4),
+    ),
+    st.tuples(st.just("swap"), st.lists(st.tuples(_key(), _changes(allow_bad=False), st.integers(1, 9)), max_size=4)),
 )
 
 
@@ -245,6 +254,16 @@ def _apply(p: Any, op: tuple[Any, ...]) -> Any:
         return t.update_range(op[1], where=op[2], changes=op[3])
     if kind == "load":
         return t.load([{**k, **c} for k, c in op[1]], mode=op[2], batch_size=op[3])
+    if kind == "load_kept":
+        rows = [spi.Row({**k, **c}, v) for k, c, v in op[1]]
+        return t.load(rows, mode=op[2], batch_size=op[3], keep_versions=True)
+    if kind == "swap":
+        staging = p.admin.create_staging("t")
+        staged = p.table(staging).load([spi.Row({**k, **c}, v) for k, c, v in op[1]], keep_versions=True)
+        p.admin.swap_rows("t", staging)
+        replaced = p.table(staging).count()
+        p.admin.drop(staging)
+        return staged, replaced
     if kind == "txn":
 
         def body(tx: Any) -> list[int]:
@@ -409,6 +428,13 @@ KNOWN_ANSWERS: list[tuple[tuple[Any, ...], Any]] = [
     (("update_range", None, None, {"a": "q"}), _INVALID),
     (("delete_range", None, col("s") == "pos"), ("ok", 2)),
     (("count", Range.prefix(("d",)), None), ("ok", 1)),
+    # Loads that keep versions: each row is written with its own version.
+    (("load_kept", [(_k("k", 1), {"i": 3}, 7), (_k("k", 2), {}, 0)], "insert", 1), ("error", "InvalidFieldError", 1)),
+    (("read", _k("k", 1)), ("ok", _r("k", 1, 7, i=3))),
+    (("load_kept", [(_k("k", 1), {"s": "z"}, 2)], "upsert", 5), ("ok", 1)),
+    (("read", _k("k", 1)), ("ok", _r("k", 1, 2, i=3, s="z"))),
+    (("swap", [(_k("k", 5), {"i": 1}, 4)]), ("ok", [1, 14])),
+    (("scan", {}), ("ok", [_r("k", 5, 4, i=1)])),
 ]
 """A hand-checked sequence of operations and their results, in the form of :func:`_brief`."""
 

@@ -7,6 +7,7 @@ Groups that need more than the core contract are gated by capability
 
 from spi.testing.conformance.admin import AdminTests
 from spi.testing.conformance.base import ConformanceBase
+from spi.testing.conformance.copies import CopyTests
 from spi.testing.conformance.filters import FilterTests
 from spi.testing.conformance.indexes import IndexTests
 from spi.testing.conformance.limits import LimitTests
@@ -31,6 +32,7 @@ class ConformanceTests(
     IndexTests,
     PagingTests,
     LoadTests,
+    CopyTests,
     TransactionTests,
     ThreadTests,
     ProcessTests,
@@ -45,6 +47,7 @@ __all__ = [
     "AdminTests",
     "ConformanceBase",
     "ConformanceTests",
+    "CopyTests",
     "DurabilityTests",
     "FilterTests",
     "IndexTests",

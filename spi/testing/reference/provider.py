@@ -12,8 +12,15 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from spi.errors import ConflictError, InvalidFieldError, TableExistsError, TableNotFoundError
-from spi.spec import TableSpec
+from spi.errors import (
+    ConflictError,
+    IncompatibleSchemaError,
+    InvalidFieldError,
+    TableExistsError,
+    TableNotFoundError,
+)
+from spi.spec import TableSpec, validate_name
+from spi.staging import is_staging, new_staging_name, stages
 from spi.testing.reference.records import StoredTable
 from spi.testing.reference.table import ReferenceTable, load_batches
 
@@ -41,8 +48,35 @@ class ReferenceAdmin:
         return stored(self._tables, name).spec
 
     def list_tables(self) -> list[str]:
-        """Table names in code point order."""
-        return sorted(self._tables)
+        """Table names in code point order (staging tables are hidden)."""
+        return sorted(n for n in self._tables if not is_staging(n))
+
+    def drop(self, name: str, *, missing_ok: bool = False) -> None:
+        """Forget a table; :class:`TableNotFoundError` if it is missing (unless ``missing_ok``)."""
+        if name not in self._tables and missing_ok:
+            return
+        stored(self._tables, name).commits += 1  # a transaction that read it cannot commit
+        del self._tables[name]
+
+    def create_staging(self, name: str) -> str:
+        """A new empty hidden table with ``name``'s spec, after dropping the earlier
+        staging tables of ``name``; its name."""
+        validate_name(name, "table")
+        spec = stored(self._tables, name).spec
+        for leftover in [n for n in self._tables if stages(n, name)]:
+            self.drop(leftover)
+        staging = new_staging_name(name)
+        self._tables[staging] = StoredTable(spec.renamed(staging))
+        return staging
+
+    def swap_rows(self, name: str, other: str) -> None:
+        """Exchange the rows of two tables with the same fields, key and indexes."""
+        first, second = stored(self._tables, name), stored(self._tables, other)
+        if first.spec.renamed(other) != second.spec:
+            raise IncompatibleSchemaError(f"the specs of {name!r} and {other!r} differ")
+        first.rows, second.rows = second.rows, first.rows
+        first.commits += 1
+        second.commits += 1
 
 
 def stored(tables: dict[str, StoredTable], name: str) -> StoredTable:
@@ -120,12 +154,20 @@ class ReferenceAutoCommit:
     scan_page = _autocommit("scan_page")
     count = _autocommit("count")
 
-    def load(self, rows: Iterable[Mapping[str, Any]], *, mode: str = "upsert", batch_size: int = 10_000) -> int:
+    def load(
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        *,
+        mode: str = "upsert",
+        batch_size: int = 10_000,
+        keep_versions: bool = False,
+    ) -> int:
         """Bulk write; each batch commits in a transaction of its own. Rows written."""
-        return load_batches(rows, mode, batch_size, self._load_batch)
 
-    def _load_batch(self, chunk: list[Mapping[str, Any]], mode: str, offset: int) -> None:
-        self._provider.run(lambda tx: tx.table(self.name).load_batch(chunk, mode, offset))
+        def write(chunk: list[Mapping[str, Any]], m: str, offset: int) -> None:
+            self._provider.run(lambda tx: tx.table(self.name).load_batch(chunk, m, offset, keep_versions=keep_versions))
+
+        return load_batches(rows, mode, batch_size, write)
 
 
 class ReferenceProvider:

@@ -53,6 +53,15 @@ def load_batches(
     return written
 
 
+def kept_version(row: Any) -> int:
+    """The version a load that keeps versions writes ``row`` with: its ``version``
+    attribute, a positive 64-bit integer."""
+    version = getattr(row, "version", None)
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 < version < 2**63:
+        raise InvalidFieldError(f"a load that keeps versions needs rows with a version, not {version!r}")
+    return version
+
+
 class ReferenceTable:
     """A table as one transaction sees it; ``rows`` is the transaction's private copy."""
 
@@ -200,20 +209,38 @@ class ReferenceTable:
             self.rows.remove(old)
         return len(found)
 
-    def load(self, rows: Iterable[Mapping[str, Any]], *, mode: str = "upsert", batch_size: int = 10_000) -> int:
+    def load(
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        *,
+        mode: str = "upsert",
+        batch_size: int = 10_000,
+        keep_versions: bool = False,
+    ) -> int:
         """Write ``rows`` batch by batch (see :meth:`load_batch`); rows written."""
-        return load_batches(rows, mode, batch_size, self.load_batch)
 
-    def load_batch(self, chunk: list[Mapping[str, Any]], mode: str, offset: int) -> None:
+        def write(chunk: list[Mapping[str, Any]], m: str, offset: int) -> None:
+            self.load_batch(chunk, m, offset, keep_versions=keep_versions)
+
+        return load_batches(rows, mode, batch_size, write)
+
+    def load_batch(
+        self, chunk: list[Mapping[str, Any]], mode: str, offset: int, *, keep_versions: bool = False
+    ) -> None:
         """Write one batch atomically: all its rows, or (on an error) none of them.
 
         The error's ``row_index`` is the bad row's position in the whole load
         (``offset`` is the batch's); an invalid value anywhere in the batch is
         reported before a key repeated in it or already stored (``mode="insert"``).
+        With ``keep_versions`` each row is written with its own version (a row without
+        one is reported like a bad value, before its values are checked).
         """
         checked = []
+        versions = []
         for i, row in enumerate(chunk):
             try:
+                if keep_versions:
+                    versions.append(kept_version(row))
                 checked.append(check_row(self.spec, row))
             except KvError as exc:
                 raise _in_load(exc, offset + i, offset) from None
@@ -227,10 +254,26 @@ class ReferenceTable:
         write = {"upsert": copy.upsert, "insert": copy.insert, "replace": copy.replace}[mode]
         for i, values in enumerate(checked):
             try:
-                write(values)
+                if keep_versions:
+                    copy.write_kept(values, mode, versions[i])
+                else:
+                    write(values)
             except KvError as exc:
                 raise _in_load(exc, offset + i, offset) from None
         self.rows[:] = copy.rows
+
+    def write_kept(self, values: dict[str, Any], mode: str, version: int) -> None:
+        """Write checked ``values`` as ``mode`` says, with ``version`` (not the next one)."""
+        key = key_of(self.spec, values)
+        old = self._find(key)
+        if old is not None and mode == "insert":
+            raise RowExistsError(f"a row with key {key!r} already exists", key=key)
+        merged = {**old.values, **values} if old is not None and mode == "upsert" else full_row(self.spec, values)
+        record = Record(merged, version)
+        if old is None:
+            self.rows.append(record)
+        else:
+            self.rows[self.rows.index(old)] = record
 
     # -------------------------------------------------------------------- reads
     def _row(self, record: Record) -> Row:

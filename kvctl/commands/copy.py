@@ -1,0 +1,168 @@
+"""``kvctl copy SRC_URL DST_URL [TABLE... | --all]``: tables from one store to another.
+
+Each table's spec (created on the destination when missing) and its rows with their
+versions, read page by page from the source (a short transaction each, so writers of
+the source are never held up) and streamed into the destination's bulk load in
+batches, so memory stays flat whatever the table's size. ``--mode overwrite`` loads into a staging table and swaps it in
+(:mod:`spi.staging`): a failed or killed copy leaves the old rows as they were.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+
+import spi
+from kvctl import bulk, options
+from kvctl.errors import CliError, NotDone
+from kvctl.groups import Command
+from kvctl.output import RowPrinter
+from kvctl.state import get_state
+from spi.spec import plan_schema_change, validate_name
+
+MODES = ("error", "append", "overwrite")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One table to copy: its source spec and whether the destination has the table."""
+
+    spec: spi.TableSpec
+    exists: bool
+
+
+def _table_names(names: list[str] | None) -> list[str] | None:
+    """The TABLE arguments, each a valid table name (exit 2 otherwise)."""
+    return None if names is None else [validate_name(n, "table") for n in names]
+
+
+def copy(
+    ctx: typer.Context,
+    src_url: Annotated[
+        str, typer.Argument(metavar="SRC_URL", help="The store to copy from (a provider URL).", show_default=False)
+    ],
+    dst_url: Annotated[
+        str, typer.Argument(metavar="DST_URL", help="The store to copy into (a provider URL).", show_default=False)
+    ],
+    tables: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="TABLE...", help="The tables to copy (or --all).", callback=_table_names, show_default=False
+        ),
+    ] = None,
+    all_tables: Annotated[bool, typer.Option("--all", help="Copy every table of the source.")] = False,
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="error: exit 1 if a destination table holds rows | append: upsert | "
+            "overwrite: replace the destination's rows atomically (needs --yes).",
+        ),
+    ] = "error",
+    yes: options.Yes = False,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Rows per atomic batch.")] = 10_000,
+    output: options.Output = None,
+) -> None:
+    """Copy tables (specs, rows and versions) between two stores; prints the rows copied per table.
+
+    A provider swap, a backup into a rocksdb: path or a restore from one. A missing
+    destination table is created with the source's spec; an existing one keeps its
+    spec, which must take the source's rows (exit 2 otherwise). The change history
+    is not copied.
+    """
+    if mode not in MODES:
+        raise CliError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if mode == "overwrite" and not yes:
+        raise CliError("--mode overwrite replaces the destination tables' rows: add --yes (nothing was changed)")
+    if bool(tables) == all_tables:
+        raise CliError("name the tables to copy, or give --all (not both)")
+    bulk.check_batch_size(batch_size)
+    fmt = get_state(ctx).output_format(output)
+    with spi.connect(src_url, create=False) as source, spi.connect(dst_url) as destination:
+        if source.store_id == destination.store_id:
+            raise CliError(f"the source and the destination are the same store ({source.store_id}); nothing was copied")
+        plans = _plan(source, destination, tables or source.admin.list_tables(), mode)
+        printer = RowPrinter(fmt, ["table", "rows"])
+        try:
+            for plan in plans:
+                rows = _copy_table(source, destination, plan, mode, batch_size)
+                printer.add({"table": plan.spec.name, "rows": rows})
+        finally:
+            printer.close()
+
+
+def _plan(source: spi.Provider, destination: spi.Provider, names: list[str], mode: str) -> list[Plan]:
+    """Check every table before copying any: it exists in the source, the destination's
+    table (if any) takes its rows (exit 2) and, in ``error`` mode, holds none (exit 1)."""
+    plans = []
+    for name in dict.fromkeys(names):
+        spec = source.admin.get_spec(name)
+        exists = destination.admin.exists(name)
+        if exists:
+            _check_fits(spec, destination.admin.get_spec(name))
+            if mode == "error" and next(iter(destination.table(name).scan(limit=1)), None) is not None:
+                raise NotDone(
+                    f"destination table {name!r} holds rows; use --mode append to upsert into it or "
+                    "--mode overwrite --yes to replace them (nothing was copied)"
+                )
+        plans.append(Plan(spec, exists))
+    return plans
+
+
+def _check_fits(spec: spi.TableSpec, existing: spi.TableSpec) -> None:
+    """The destination table ``existing`` must take every row of ``spec``: the same key,
+    every column with the same type or a wider one (it may have more columns)."""
+    try:
+        plan_schema_change(spec, existing)
+    except spi.IncompatibleSchemaError as exc:
+        raise spi.IncompatibleSchemaError(
+            f"destination table {spec.name!r} cannot take the source's rows: {exc}; nothing was copied"
+        ) from None
+
+
+def _copy_table(source: spi.Provider, destination: spi.Provider, plan: Plan, mode: str, batch_size: int) -> int:
+    """Copy one table's rows (creating it first if missing); the rows copied."""
+    name = plan.spec.name
+    if not plan.exists:
+        destination.admin.create(plan.spec)
+        print(f"created table {name!r} on {destination.url}", file=sys.stderr)
+    if mode != "overwrite":
+        return _stream(source, name, destination.table(name), "upsert" if mode == "append" else "insert", batch_size)
+    staging = destination.admin.create_staging(name)
+    try:
+        rows = _stream(source, name, destination.table(staging), "insert", batch_size)
+        try:
+            destination.admin.swap_rows(name, staging)  # the staging table now holds the old rows
+        except spi.IncompatibleSchemaError:
+            raise spi.IncompatibleSchemaError(
+                f"destination table {name!r} was altered while its rows were copied; its rows are unchanged "
+                "(run the copy again)"
+            ) from None
+    finally:
+        destination.admin.drop(staging, missing_ok=True)
+    return rows
+
+
+def _stream(source: spi.Provider, name: str, target: Any, mode: str, batch_size: int) -> int:
+    """Load the rows of the source table ``name`` into ``target``, versions kept, with
+    a progress bar on a terminal. The source is read page by page, each page in a
+    short transaction of its own (as ``scan --all`` does), so the copy holds nothing
+    on the source between pages."""
+    table = source.table(name)
+    update, finish = bulk.progress_bar(table.count(), f"copying {name}") if sys.stderr.isatty() else (None, None)
+    try:
+        return int(target.load(table.scan(), mode=mode, batch_size=batch_size, progress=update, keep_versions=True))
+    except spi.KvError as exc:
+        exc.args = (f"copying {name!r}: {exc}",)
+        raise
+    finally:
+        if finish is not None:
+            finish()
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``copy`` command."""
+    app.command("copy", cls=Command)(copy)

@@ -1,0 +1,54 @@
+"""Staging tables: how ``import --mode overwrite`` and ``copy --mode overwrite``
+replace a table's rows atomically.
+
+``p.admin.create_staging(name)`` makes an empty hidden table with ``name``'s spec and
+returns its name; the rows are loaded into it; ``p.admin.swap_rows(name, staging)``
+exchanges the two tables' rows in one commit; dropping the staging table then drops
+the old rows. A run killed before the swap leaves the table untouched and a staging
+table behind, which the next ``create_staging`` of the same table drops.
+
+A staging table's name is ``kv_stage_<table>_<8 hex digits>`` (a long table name is
+cut and followed by a digest of it, so the name stays within 63 characters), so it
+can never be a user's table and tells which table it stages for. ``list_tables``
+never shows one; ``exists``, ``get_spec``, ``drop`` and the table handles take its
+name like any other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+
+from spi.spec import MAX_NAME_LENGTH, STAGING_PREFIX
+
+_TOKEN_DIGITS = 8
+_SUFFIX = re.compile(rf"_[0-9a-f]{{{_TOKEN_DIGITS}}}\Z")
+_LONGEST_BASE = MAX_NAME_LENGTH - 1 - _TOKEN_DIGITS
+
+
+def staging_base(table: str) -> str:
+    """What every staging table of ``table`` is named before its ``_<token>``."""
+    base = STAGING_PREFIX + table
+    if len(base) <= _LONGEST_BASE:
+        return base
+    digest = hashlib.sha256(table.encode()).hexdigest()[:12]
+    return f"{base[: _LONGEST_BASE - len(digest) - 1]}_{digest}"
+
+
+def new_staging_name(table: str) -> str:
+    """A fresh staging table name for ``table``."""
+    return f"{staging_base(table)}_{secrets.token_hex(_TOKEN_DIGITS // 2)}"
+
+
+def is_staging(name: str) -> bool:
+    """True if ``name`` is a staging table's name."""
+    return name.startswith(STAGING_PREFIX) and _SUFFIX.search(name) is not None
+
+
+def stages(name: str, table: str) -> bool:
+    """True if ``name`` is the name of a staging table of ``table``."""
+    return is_staging(name) and name[: -1 - _TOKEN_DIGITS] == staging_base(table)
+
+
+__all__ = ["is_staging", "new_staging_name", "stages", "staging_base"]
