@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from kvctl import options
+from kvctl.completion import complete_table
 from kvctl.groups import sub_app
 from kvctl.output import print_rows
 from kvctl.state import get_state
@@ -45,11 +46,16 @@ def config_show(ctx: typer.Context, output: options.Output = None) -> None:
     print_rows(get_state(ctx).output_format(output), ["setting", "value", "source"], rows)
 
 
-def dashboard(ctx: typer.Context) -> None:
-    """Open the Textual dashboard on the resolved provider (browse, filter, edit)."""
+def dashboard(
+    ctx: typer.Context,
+    table: Annotated[
+        str | None, typer.Argument(help="Open on this table's rows.", autocompletion=complete_table, show_default=False)
+    ] = None,
+) -> None:
+    """Open the Textual dashboard on the resolved provider: browse, filter, edit, manage tables."""
     from kvctl.tui import run_dashboard  # textual is imported only here
 
-    run_dashboard(get_state(ctx).settings().url)
+    run_dashboard(get_state(ctx).settings(), table)
 
 
 def register(app: typer.Typer) -> None:
