@@ -122,9 +122,15 @@ async def type_text(pilot: Any, text: str) -> None:
     await pilot.press(*[{" ": "space"}.get(ch, ch) for ch in text])
 
 
+async def focus(pilot: Any, selector: str) -> None:
+    """Move the focus to a widget of the current screen (scrolled into view), as tab would."""
+    pilot.app.screen.query_one(selector).focus()
+    await pilot.pause()
+
+
 async def fill(pilot: Any, selector: str, text: str) -> None:
-    """Click an input of the current screen, clear it and type ``text``."""
-    await pilot.click(selector)
+    """Focus an input of the current screen, clear it and type ``text``."""
+    await focus(pilot, selector)
     await pilot.press("end", "ctrl+u")
     await type_text(pilot, text)
 
