@@ -4,11 +4,14 @@ command providers."""
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, Protocol, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from kvctl.tui.screens.help import described_bindings
 
 
 class Dashboard(Protocol):
@@ -43,9 +46,9 @@ Command = tuple[str, Callable[[], Any], str]
 class _Commands(Provider):
     """A provider of a fixed list of commands, matched fuzzily."""
 
+    @abstractmethod
     def commands(self) -> Iterator[Command]:
         """The commands offered."""
-        raise NotImplementedError
 
     @property
     def dashboard(self) -> Dashboard:
@@ -71,10 +74,8 @@ class ActionCommands(_Commands):
 
     def commands(self) -> Iterator[Command]:
         """One command per described binding, run as if its key was pressed."""
-        for active in self.screen.active_bindings.values():
+        for active in described_bindings(self.screen):
             binding = active.binding
-            if not binding.description or binding.action == "command_palette":
-                continue
             key = self.app.get_key_display(binding)
             text = binding.tooltip or binding.description
             yield text, partial(self.app.run_action, binding.action, active.node), f"key {key}"

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, Static
@@ -24,14 +24,22 @@ ctrl+p opens the command palette: every action, every table, every profile,
   create, alter and drop a table."""
 
 
+def described_bindings(screen: Screen[object]) -> list[ActiveBinding]:
+    """The keys of ``screen`` worth telling the user about: shown in the footer, or
+    described for help (a tooltip); not the command palette's own."""
+    return [
+        active
+        for key, active in screen.active_bindings.items()
+        if key != "ctrl+p" and active.binding.description and (active.binding.show or active.binding.tooltip)
+    ]
+
+
 def key_help(screen: Screen[object]) -> list[tuple[str, str]]:
-    """(key, what it does) of every key of ``screen`` shown in the footer or described
-    for help (a binding with a tooltip), and the command palette."""
-    entries: list[tuple[str, str]] = []
-    for key, active in screen.active_bindings.items():
-        binding = active.binding
-        if key != "ctrl+p" and binding.description and (binding.show or binding.tooltip):
-            entries.append((screen.app.get_key_display(binding), binding.tooltip or binding.description))
+    """(key, what it does) of :func:`described_bindings`, and the command palette."""
+    entries = [
+        (screen.app.get_key_display(active.binding), active.binding.tooltip or active.binding.description)
+        for active in described_bindings(screen)
+    ]
     entries.append(("^p", "Command palette: every action, table and profile; create, alter, drop tables"))
     return entries
 
