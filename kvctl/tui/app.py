@@ -37,6 +37,13 @@ class DashboardApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help", key_display="?", tooltip="Show every key of this screen"),
         Binding("q", "quit", "Quit", tooltip="Quit the dashboard"),
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Palette",
+            key_display="^p",
+            tooltip="Command palette: every action, table and profile; create, alter, drop tables",
+        ),
     ]
 
     def __init__(self, session: Session, *, table: str | None = None, history: FilterHistory | None = None) -> None:

@@ -76,6 +76,8 @@ class ActionCommands(_Commands):
         """One command per described binding, run as if its key was pressed."""
         for active in described_bindings(self.screen):
             binding = active.binding
+            if binding.action == "command_palette":
+                continue
             key = self.app.get_key_display(binding)
             text = binding.tooltip or binding.description
             yield text, partial(self.app.run_action, binding.action, active.node), f"key {key}"

@@ -10,12 +10,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Label, Static
+from textual.widgets import DataTable, Header, Label, Static
 
 import spi
 from kvctl.output import dumps
 from kvctl.render import json_row, word
 from kvctl.tui.browser import key_words
+from kvctl.tui.widgets.footer import KeysFooter
 
 
 def row_json(row: spi.Row) -> str:
@@ -77,7 +78,7 @@ class RowDetailScreen(Screen[str | None]):
                 yield Label(Text.assemble((f.name, "bold"), f"  {kind}"), classes="detail-name")
                 text = Text(word(value), style="dim" if value is None else "")
                 yield Static(text, classes="detail-value", id=f"value-{f.name}")
-        yield Footer()
+        yield KeysFooter()
 
     def action_back(self) -> None:
         """Back to the rows."""
@@ -124,7 +125,7 @@ class SpecScreen(Screen[None]):
             )
             yield Label("--spec JSON (kvctl table describe -o json)", classes="subtitle")
             yield Static(spec_json(spec), id="spec-json")
-        yield Footer()
+        yield KeysFooter()
 
     def action_back(self) -> None:
         """Back."""

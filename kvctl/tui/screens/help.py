@@ -26,22 +26,20 @@ ctrl+p opens the command palette: every action, every table, every profile,
 
 def described_bindings(screen: Screen[object]) -> list[ActiveBinding]:
     """The keys of ``screen`` worth telling the user about: shown in the footer, or
-    described for help (a tooltip); not the command palette's own."""
+    described for help (a tooltip)."""
     return [
         active
-        for key, active in screen.active_bindings.items()
-        if key != "ctrl+p" and active.binding.description and (active.binding.show or active.binding.tooltip)
+        for active in screen.active_bindings.values()
+        if active.binding.description and (active.binding.show or active.binding.tooltip)
     ]
 
 
 def key_help(screen: Screen[object]) -> list[tuple[str, str]]:
-    """(key, what it does) of :func:`described_bindings`, and the command palette."""
-    entries = [
+    """(key, what it does) of :func:`described_bindings`."""
+    return [
         (screen.app.get_key_display(active.binding), active.binding.tooltip or active.binding.description)
         for active in described_bindings(screen)
     ]
-    entries.append(("^p", "Command palette: every action, table and profile; create, alter, drop tables"))
-    return entries
 
 
 class HelpScreen(ModalScreen[None]):

@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 from textual.worker import get_current_worker
 
 import spi
@@ -46,6 +46,7 @@ from kvctl.tui.screens.dialogs import ConfirmScreen, ExportScreen, OrderScreen, 
 from kvctl.tui.screens.row_form import RowFormScreen, Saved
 from kvctl.tui.session import Session, error_text
 from kvctl.tui.widgets.filter_bar import FilterBar
+from kvctl.tui.widgets.footer import KeysFooter
 from kvctl.tui.widgets.grids import RowsGrid
 
 BUSY_AFTER = 0.15
@@ -99,7 +100,7 @@ class RowsScreen(Screen[None]):
         yield FilterBar(lambda: self.history.entries(self.table_name), id="filter")
         yield RowsGrid(id="rows")
         yield Static("", id="status")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         """Read the first page once the grid has its size."""

@@ -14,7 +14,7 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 from textual.worker import get_current_worker
 
 import spi
@@ -22,6 +22,7 @@ from kvctl.tui.counter import count_rows
 from kvctl.tui.messages import OpenTable
 from kvctl.tui.screens.detail import SpecScreen, feed_text, ttl_text
 from kvctl.tui.session import Session, error_text
+from kvctl.tui.widgets.footer import KeysFooter
 from kvctl.tui.widgets.grids import TablesGrid
 
 COLUMNS = (("name", "name"), ("rows", "rows"), ("feed", "change feed"), ("ttl", "ttl"))
@@ -52,7 +53,7 @@ class TablesScreen(Screen[None]):
         yield Header()
         yield TablesGrid(id="tables")
         yield Static("", id="status")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         """Read the tables."""

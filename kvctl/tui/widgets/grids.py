@@ -44,7 +44,7 @@ class RowsGrid(DataTable[Any]):
     up/down, ask the rows screen for the neighbouring page (:class:`PageRequested`)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "select_cursor", "Detail", key_display="⏎", tooltip="Row detail: every column in full"),
+        Binding("enter", "select_cursor", "Open", key_display="⏎", tooltip="Row detail: every column in full"),
         Binding("pagedown", "page_down", "Page", key_display="PgDn", show=False, tooltip="Next page"),
         Binding("pageup", "page_up", "Page", key_display="PgUp", show=False, tooltip="Previous page"),
     ]
