@@ -27,11 +27,14 @@ def count_rows(
     table: spi.Table, spec: spi.TableSpec, where: spi.Expr | None, progress: Callable[[int], bool]
 ) -> int | None:
     """The number of rows matching ``where``; None if ``progress(counted_so_far)``, called
-    after every chunk but the last, returned False (the count was abandoned)."""
+    before every chunk, returned False (the count was abandoned). ``progress`` may
+    block to hold the count back."""
     total = 0
     token: str | None = None
     last: tuple[Any, ...] | None = None
     while True:
+        if not progress(total):
+            return None
         page = table.scan_page(limit=CHUNK, after=token, columns=[])
         if where is None:
             total += len(page.rows)
@@ -43,8 +46,6 @@ def count_rows(
         if page.next_token is None:
             return total
         token = page.next_token
-        if not progress(total):
-            return None
         time.sleep(PAUSE)
 
 

@@ -11,6 +11,7 @@ dashboard's own writes keep it exact, ``r`` counts again.
 from __future__ import annotations
 
 import shlex
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -51,6 +52,11 @@ from kvctl.tui.widgets.grids import RowsGrid
 
 BUSY_AFTER = 0.15
 """Seconds a read may take before the loading indicator shows (no flicker on fast pages)."""
+QUIET = 0.3
+"""Seconds without a page read before the background count goes on: paging through a
+table is never slowed by counting it (the count waits for a pause)."""
+CHROME = 9
+"""Screen lines that are not rows: header, filter, grid borders and column names, status, footer."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,7 @@ class RowsScreen(Screen[None]):
         self._exporting: int | None = None
         self._busy_timer: Timer | None = None
         self._page_size = 0
+        self._last_read = 0.0
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -103,9 +110,15 @@ class RowsScreen(Screen[None]):
         yield KeysFooter()
 
     def on_mount(self) -> None:
-        """Read the first page once the grid has its size."""
+        """Read the first page now (sized for the screen; a resize corrects it)."""
         self.grid.focus()
-        self.call_after_refresh(self._load, Position(), Cursor(), reload_spec=True)
+        self._load(Position(), Cursor(), reload_spec=True)
+
+    def _page_rows(self) -> int:
+        """Rows that fit the grid (estimated from the screen before the first layout)."""
+        if self.grid.size.height:
+            return self.grid.visible_rows
+        return max(5, self.app.size.height - CHROME)
 
     @property
     def grid(self) -> RowsGrid:
@@ -129,7 +142,8 @@ class RowsScreen(Screen[None]):
         if self._busy_timer is not None:
             self._busy_timer.stop()
         self._busy_timer = self.set_timer(BUSY_AFTER, self._show_busy)
-        self._page_size = self.grid.visible_rows
+        self._page_size = self._page_rows()
+        self._last_read = time.monotonic()
         self._read(position, cursor, self.rows_query, self._page_size, reload_spec, previous)
 
     def _show_busy(self) -> None:
@@ -222,10 +236,11 @@ class RowsScreen(Screen[None]):
         worker = get_current_worker()
 
         def progress(n: int) -> bool:
-            if worker.is_cancelled:
-                return False
-            self.app.call_from_thread(self._count_progress, query, n)
-            return True
+            if n and not worker.is_cancelled:
+                self.app.call_from_thread(self._count_progress, query, n)
+            while not worker.is_cancelled and time.monotonic() - self._last_read < QUIET:
+                time.sleep(QUIET / 4)
+            return not worker.is_cancelled
 
         try:
             count = count_rows(self.session.table(query.table), spec, query.where(spec), progress)
@@ -264,7 +279,7 @@ class RowsScreen(Screen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         """A new height is a new page size: read the page again from its start."""
-        if self.view is not None and self.grid.visible_rows != self._page_size:
+        if self.view is not None and self._page_rows() != self._page_size:
             self._load(self.position, self._cursor_here())
 
     def _cursor_here(self) -> Cursor:

@@ -121,7 +121,8 @@ class TablesScreen(Screen[None]):
                 spec = self.specs[name]
 
                 def progress(n: int, name: str = name) -> bool:
-                    self.app.call_from_thread(self._counted, name, None, n)
+                    if n and not worker.is_cancelled:
+                        self.app.call_from_thread(self._counted, name, None, n)
                     return not worker.is_cancelled
 
                 count = count_rows(self.session.table(name), spec, None, progress)
@@ -151,9 +152,17 @@ class TablesScreen(Screen[None]):
         if name is not None:
             self.app.push_screen(SpecScreen(self.specs[name]))
 
+    def on_screen_suspend(self, event: events.ScreenSuspend) -> None:
+        """Another screen is on top: stop counting, so its reads get the store."""
+        self.workers.cancel_group(self, "count")
+
     def on_screen_resume(self, event: events.ScreenResume) -> None:
-        """Coming back: show counts learnt meanwhile."""
+        """Coming back: show counts learnt meanwhile, and count the tables still unknown."""
+        missing = []
         for name in self.specs:
             known = self.session.counts.get(name, "")
-            if known is not None:
-                self._counted(name, known, None)
+            self._counted(name, known, None)
+            if known is None:
+                missing.append(name)
+        if missing:
+            self._count(missing)

@@ -17,5 +17,7 @@ class KeysFooter(Footer):
         super().__init__(show_command_palette=False)  # the app binds ctrl+p with the other keys
 
     def on_resize(self, event: events.Resize) -> None:
-        """Pick the style for the new width."""
-        self.compact = event.size.width < ROOMY
+        """Pick the style for the new width (only on a change: restyling the keys is slow)."""
+        compact = event.size.width < ROOMY
+        if compact != self.compact:
+            self.compact = compact
