@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test lint typecheck pytest bench docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,9 @@ pytest: $(DEV_STAMP)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/memory.py
+
+docs: $(RUN_STAMP)
+	$(BIN)/python scripts/gen-cli-docs.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

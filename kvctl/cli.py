@@ -14,7 +14,7 @@ import typer
 from typer import Abort, Exit, TyperException
 
 from kvctl import __version__
-from kvctl.commands import register_all
+from kvctl.commands import COMMANDS, load_command
 from kvctl.errors import INTERRUPTED, report
 from kvctl.groups import HelpGroup
 from kvctl.output import OutputFormat
@@ -22,7 +22,20 @@ from kvctl.state import State, get_state
 
 
 class KvctlGroup(HelpGroup):
-    """The root command: maps exceptions to ``error:`` lines and exit codes."""
+    """The root command: loads the command it runs (only that one's module), and maps
+    exceptions to ``error:`` lines and exit codes."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Every command name, in help order."""
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        """The command ``name``, its module imported on first use."""
+        command = self.commands.get(name)
+        if command is None and name in COMMANDS:
+            command = load_command(name)
+            self.add_command(command, name)
+        return command
 
     def invoke(self, ctx: Any) -> Any:
         """Run the command; report errors as one line unless ``--debug``."""
@@ -113,9 +126,6 @@ def root(
     """Choose the provider and output format; then run a command."""
     state = get_state(ctx)
     state.url, state.profile, state.config_file, state.output, state.debug = url, profile, config, output, debug
-
-
-register_all(app)
 
 
 def main() -> None:

@@ -14,9 +14,13 @@ from kvctl.state import get_state
 from spi.textvalues import from_json_value
 
 
-def open_table(ctx: typer.Context, name: str) -> tuple[Any, spi.TableSpec]:
-    """The auto-commit handle of table ``name`` and its spec (TableNotFoundError: exit 1)."""
-    provider = get_state(ctx).provider()
+def open_table(ctx: typer.Context, name: str, *, create: bool) -> tuple[Any, spi.TableSpec]:
+    """The auto-commit handle of table ``name`` and its spec (TableNotFoundError: exit 1).
+
+    ``create``: whether the command may create the store (write commands); read-only
+    commands pass False, so a misspelt store path is an error, not a new store.
+    """
+    provider = get_state(ctx).provider(create=create)
     return provider.table(name), provider.admin.get_spec(name)
 
 

@@ -21,7 +21,7 @@ def _with_provider(ctx: typer.Context, use: Callable[[Any], list[str]]) -> list[
         import spi
 
         settings = config.resolve(url=params.get("url"), profile=params.get("profile"), config=params.get("config"))
-        with spi.connect(settings.url) as provider:
+        with spi.connect(settings.url, create=False) as provider:
             return use(provider)
     except Exception:  # completion must never break the shell
         return []

@@ -2,8 +2,10 @@
 
 Precedence (first match wins): ``--url`` / ``--profile`` flags; ``KVCTL_URL`` then
 ``KVCTL_PROFILE``; the config file's ``default_profile``; RocksDB in the user data
-dir. The config file is ``--config`` (env ``KVCTL_CONFIG``), else ``./kvctl.toml``,
-else ``$XDG_CONFIG_HOME/kvctl/config.toml`` (``~/.config/kvctl/config.toml``).
+dir. The config file is ``--config`` (env ``KVCTL_CONFIG``), else ``kvctl.toml`` in
+the current folder or the nearest parent folder (as git finds ``.git``; the search
+stops at the home folder), else ``$XDG_CONFIG_HOME/kvctl/config.toml``
+(``~/.config/kvctl/config.toml``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kvctl.errors import CliError
 ENV_URL = "KVCTL_URL"
 ENV_PROFILE = "KVCTL_PROFILE"
 ENV_CONFIG = "KVCTL_CONFIG"
+LOCAL_NAME = "kvctl.toml"
 _TOP_KEYS = {"default_profile", "profiles"}
 _PROFILE_KEYS = {"url", "password_env"}
 
@@ -39,6 +42,11 @@ class Settings:
     profile_source: str | None = None
     config_file: Path | None = None
     config_source: str | None = None
+    password_env: str | None = None
+    """The profile's ``password_env`` variable, if it has one."""
+    password_missing: bool = False
+    """True when ``password_env`` is not set (only :func:`resolve` with ``need_password=False``
+    returns such settings; ``url`` then has no password)."""
 
     @property
     def masked_url(self) -> str:
@@ -61,18 +69,48 @@ def default_store(env: Mapping[str, str]) -> Path:
 
 
 def find_config_file(flag: str | None, env: Mapping[str, str]) -> tuple[Path | None, str | None]:
-    """The config file to use and why: flag, env, ./kvctl.toml, user config dir."""
+    """The config file to use and why: flag, env, the nearest kvctl.toml, user config dir."""
     if flag:
         return _must_exist(Path(flag), "--config"), "flag --config"
     if env.get(ENV_CONFIG):
         return _must_exist(Path(env[ENV_CONFIG]), f"env {ENV_CONFIG}"), f"env {ENV_CONFIG}"
-    local = Path("kvctl.toml")
-    if local.is_file():
-        return local.resolve(), "./kvctl.toml"
+    cwd = Path.cwd()
+    local = nearest_local_file(cwd, Path.home())
+    if local is not None:
+        return local, "./" + LOCAL_NAME if local.parent == cwd else os.path.relpath(local, cwd)
     user = user_config_file(env)
     if user.is_file():
         return user, "user config dir"
     return None, None
+
+
+def nearest_local_file(start: Path, home: Path, uid: int | None = None) -> Path | None:
+    """``kvctl.toml`` in ``start`` or its nearest parent folder holding one.
+
+    The search stops after the home folder; from a folder outside the home folder
+    it goes up to the root. A file found there that belongs to another user (not
+    ``uid``, default this process's, nor root) is refused, as git refuses a
+    repository of dubious ownership: anyone can write a ``/tmp/kvctl.toml``.
+    """
+    home = home.resolve()
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        candidate = folder / LOCAL_NAME
+        if candidate.is_file():
+            _check_owner(candidate, os.getuid() if uid is None else uid)
+            return candidate
+        if folder == home:
+            break
+    return None
+
+
+def _check_owner(path: Path, uid: int) -> None:
+    owner = path.stat().st_uid
+    if owner not in (uid, 0):
+        raise ConfigError(
+            f"config {path}: found by searching the parent folders, but it belongs to another user "
+            f"(uid {owner}); use it explicitly with --config {path} if you trust it"
+        )
 
 
 def _must_exist(path: Path, given_by: str) -> Path:
@@ -118,8 +156,23 @@ def load_config(path: Path) -> dict[str, Any]:
     return data
 
 
-def profile_url(path: Path, data: Mapping[str, Any], name: str, env: Mapping[str, str], given_by: str) -> str:
-    """The URL of profile ``name``: relative rocksdb paths resolved, password injected."""
+@dataclass(frozen=True)
+class ProfileUrl:
+    """A profile's URL as resolved from the file, and its ``password_env`` state."""
+
+    url: str
+    """Relative rocksdb paths made absolute; the password put in when its variable is set."""
+    password_env: str | None = None
+    password_missing: bool = False
+
+
+def _password_missing(path: Path, name: str, variable: str | None) -> ConfigError:
+    return ConfigError(f"config {path}: key 'profiles.{name}.password_env': environment variable {variable} is not set")
+
+
+def read_profile(path: Path, data: Mapping[str, Any], name: str, env: Mapping[str, str], given_by: str) -> ProfileUrl:
+    """Profile ``name`` of a loaded config file; an unset ``password_env`` is reported
+    in the result, not raised."""
     profiles = data.get("profiles", {})
     if name not in profiles:
         known = ", ".join(sorted(profiles)) or "none"
@@ -128,13 +181,13 @@ def profile_url(path: Path, data: Mapping[str, Any], name: str, env: Mapping[str
     url = _resolve_relative(profile["url"], path.parent)
     secret_var = profile.get("password_env")
     if secret_var is None:
-        return url
+        return ProfileUrl(url)
+    where = f"config {path}: key 'profiles.{name}.url'"
     secret = env.get(secret_var)
     if secret is None:
-        raise ConfigError(
-            f"config {path}: key 'profiles.{name}.password_env': environment variable {secret_var} is not set"
-        )
-    return _with_password(url, secret, f"config {path}: key 'profiles.{name}.url'")
+        _with_password(url, "", where)  # the same checks of the URL, whether the variable is set or not
+        return ProfileUrl(url, secret_var, password_missing=True)
+    return ProfileUrl(_with_password(url, secret, where), secret_var)
 
 
 def _resolve_relative(url: str, folder: Path) -> str:
@@ -168,32 +221,30 @@ def resolve(
     profile: str | None,
     config: str | None,
     env: Mapping[str, str] | None = None,
+    need_password: bool = True,
 ) -> Settings:
-    """Resolve the provider settings by the documented precedence."""
+    """Resolve the provider settings by the documented precedence.
+
+    A profile whose ``password_env`` variable is unset is a :class:`ConfigError`,
+    unless ``need_password`` is False (``config show``): then the settings say so.
+    """
     env = os.environ if env is None else env
     if url and profile:
         raise ConfigError("--url and --profile cannot be used together; pick one")
     if url:
         return Settings(url, "flag --url", *_config_only(config, env))
     if profile:
-        return _from_profile(profile, "flag --profile", config, env)
+        return _from_profile(profile, "flag --profile", config, env, need_password)
     if env.get(ENV_URL):
         return Settings(env[ENV_URL], f"env {ENV_URL}", *_config_only(config, env))
     if env.get(ENV_PROFILE):
-        return _from_profile(env[ENV_PROFILE], f"env {ENV_PROFILE}", config, env)
+        return _from_profile(env[ENV_PROFILE], f"env {ENV_PROFILE}", config, env, need_password)
     path, why = find_config_file(config, env)
     if path is not None:
         data = load_config(path)
         name = data.get("default_profile")
         if name is not None:
-            return Settings(
-                profile_url(path, data, name, env, "default_profile"),
-                f"file {path} profile {name}",
-                name,
-                f"file {path} default_profile",
-                path,
-                why,
-            )
+            return _profile_settings(path, why, data, name, "default_profile", env, need_password)
     return Settings(f"rocksdb://{default_store(env)}", "default", None, None, path, why)
 
 
@@ -202,14 +253,46 @@ def _config_only(config: str | None, env: Mapping[str, str]) -> tuple[None, None
     return None, None, path, why
 
 
-def _from_profile(name: str, given_by: str, config: str | None, env: Mapping[str, str]) -> Settings:
+def _from_profile(
+    name: str, given_by: str, config: str | None, env: Mapping[str, str], need_password: bool
+) -> Settings:
     path, why = find_config_file(config, env)
     if path is None:
         raise ConfigError(
             f"profile {name!r} (from {given_by}) needs a config file: none given (--config, {ENV_CONFIG}) "
-            f"or found (./kvctl.toml, {user_config_file(env)})"
+            f"or found ({LOCAL_NAME} in this or a parent folder, {user_config_file(env)})"
         )
-    data = load_config(path)
+    return _profile_settings(path, why, load_config(path), name, given_by, env, need_password)
+
+
+def _profile_settings(
+    path: Path,
+    why: str | None,
+    data: Mapping[str, Any],
+    name: str,
+    given_by: str,
+    env: Mapping[str, str],
+    need_password: bool,
+) -> Settings:
+    resolved = read_profile(path, data, name, env, given_by)
+    if need_password and resolved.password_missing:
+        raise _password_missing(path, name, resolved.password_env)
+    profile_source = f"file {path} default_profile" if given_by == "default_profile" else given_by
     return Settings(
-        profile_url(path, data, name, env, given_by), f"file {path} profile {name}", name, given_by, path, why
+        resolved.url,
+        f"file {path} profile {name}",
+        name,
+        profile_source,
+        path,
+        why,
+        resolved.password_env,
+        resolved.password_missing,
     )
+
+
+def all_profiles(path: Path, env: Mapping[str, str] | None = None) -> dict[str, ProfileUrl]:
+    """Every profile of the config file ``path``, by name (sorted); unset
+    ``password_env`` variables are reported, not raised."""
+    env = os.environ if env is None else env
+    data = load_config(path)
+    return {name: read_profile(path, data, name, env, "the file") for name in sorted(data.get("profiles", {}))}

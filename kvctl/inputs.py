@@ -174,26 +174,25 @@ def _json_array(stream: TextIO, source: str, head: str = "") -> Iterator[tuple[i
 
 
 def _delimited(stream: TextIO, source: str, dialect: str) -> Iterator[tuple[int, Record]]:
+    """CSV/TSV records; a record (and an error in it) is named by the line it starts on."""
     reader = csv.reader(stream, dialect=dialect, strict=True)
+    start = 1  # the line the record being read starts on
     try:
         header = next(reader, None)
         if header is None:
             return
         if len(set(header)) != len(header):
             raise InputError(source, 1, "the header names a column twice")
-        previous = reader.line_num
+        start = reader.line_num + 1
         for fields in reader:
-            line = previous + 1
-            previous = reader.line_num
+            line, start = start, reader.line_num + 1
             if not fields:
                 continue
             if len(fields) != len(header):
                 raise InputError(source, line, f"has {len(fields)} fields; the header has {len(header)}")
             yield line, dict(zip(header, fields))
     except csv.Error as exc:
-        raise InputError(
-            source, reader.line_num, f"malformed {'CSV' if dialect == 'excel' else 'TSV'}: {exc}"
-        ) from None
+        raise InputError(source, start, f"malformed {'CSV' if dialect == 'excel' else 'TSV'}: {exc}") from None
 
 
 def coerce(spec: spi.TableSpec, record: Record, fmt: str, source: str, line: int) -> dict[str, Any]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import spi
 from kvctl.errors import CliError
+from spi.filters import escape_like
 from spi.textvalues import parse_word
 
 
@@ -92,3 +94,47 @@ def build_range(
         rng = spi.Range(start, end, start_inclusive=not gt, end_inclusive=bool(le))
     rng.resolve(spec)  # gaps and types are reported now, before anything runs
     return rng
+
+
+@dataclass(frozen=True)
+class PrefixAsLike:
+    """What a ``--prefix`` on a string column probably meant: its last word as a
+    string prefix (``--where "iata like 'SE%'"``) instead of a whole value."""
+
+    range: spi.Range | None
+    """The other ``--prefix`` words, still an exact key prefix."""
+    where: spi.Expr
+    """The starts-with condition on the last word's column."""
+    hint: str
+    """What to use instead, with the options as the user would type them."""
+
+
+def prefix_as_like(spec: spi.TableSpec, words: Sequence[str], where: str | None) -> PrefixAsLike | None:
+    """For ``--prefix`` words whose deepest key column is a string: the same scan with
+    that word as a string prefix (None for other columns). ``where`` is the ``--where``
+    text given with it, kept in the hint."""
+    values = parse_words(spec, words, "--prefix")
+    column = spec.primary_key[len(values) - 1]
+    if spec.type_of(column) is not spi.FieldType.STRING:
+        return None
+    text = values.pop(column)
+    like = f"{column} like '{escape_like(text).replace(chr(39), chr(39) * 2)}%'"
+    full = like if where is None else f"({where}) and {like}"
+    kept = [w for w in words if split_word(w, "--prefix")[0] != column]
+    options = " ".join([f"--prefix {shell_word(w)}" for w in kept] + [f"--where {shell_word(full)}"])
+    hint = (
+        f"--prefix {shell_word(f'{column}={text}')} matches {column} values equal to {text!r} only; "
+        f"for {column} values starting with {text!r} use {options}"
+    )
+    return PrefixAsLike(spi.Range.prefix(values) if values else None, spi.col(column).startswith(text), hint)
+
+
+def shell_word(text: str) -> str:
+    """``text`` quoted for a POSIX shell: as is when safe, in double quotes when only
+    spaces or single quotes need it (``"iata like 'SE%'"``), else by :func:`shlex.quote`."""
+    import shlex
+
+    quoted = shlex.quote(text)
+    if quoted == text or any(c in text for c in '"$`\\!'):
+        return quoted
+    return f'"{text}"'

@@ -8,12 +8,24 @@ import typer
 
 from kvctl.completion import complete_column, complete_column_list, complete_key_word, complete_table
 from kvctl.output import OutputFormat
+from spi.spec import validate_name
 
 Output = Annotated[
     OutputFormat | None,
     typer.Option("--output", "-o", help="Output format (default: table on a terminal, else ndjson)."),
 ]
-Table = Annotated[str, typer.Argument(help="Table name.", autocompletion=complete_table, show_default=False)]
+
+
+def table_name(name: str) -> str:
+    """A table name as the SPI accepts it, checked while the command line is parsed:
+    an invalid name is bad input (``SchemaError``, exit 2), never "not found"."""
+    return validate_name(name, "table")
+
+
+Table = Annotated[
+    str,
+    typer.Argument(help="Table name.", callback=table_name, autocompletion=complete_table, show_default=False),
+]
 Key = Annotated[
     list[str],
     typer.Argument(help="The full primary key as col=value words.", autocompletion=complete_key_word),

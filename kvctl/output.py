@@ -2,8 +2,7 @@
 
 Values are rendered by :mod:`kvctl.render` (CLI.md: bytes as base64, timestamps as
 ISO 8601 with offset, null as JSON null or an empty csv/tsv field; the human table
-shows values as typed on the command line). rich is imported only to draw a table,
-and honours ``NO_COLOR`` itself.
+shows values as typed on the command line, drawn by :mod:`kvctl.grid` as rows arrive).
 """
 
 from __future__ import annotations
@@ -15,10 +14,8 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, TextIO
 
+from kvctl.grid import Grid
 from kvctl.render import bare, field, json_row, word
-
-TABLE_CHUNK = 1000
-"""Rows per drawn table: a long ``--all`` scan is drawn in chunks, in bounded memory."""
 
 
 class OutputFormat(StrEnum):
@@ -60,8 +57,8 @@ class RowPrinter:
         self.single = single
         self.out = out or sys.stdout
         self.count = 0
-        self._pending: list[Mapping[str, Any]] = []
         self._csv: Any = None
+        self._grid: Grid | None = None
         if fmt in (OutputFormat.csv, OutputFormat.tsv):
             dialect = "excel" if fmt is OutputFormat.csv else "excel-tab"
             self._csv = csv.writer(self.out, dialect=dialect, lineterminator="\n")
@@ -77,34 +74,21 @@ class RowPrinter:
         elif self._csv is not None:
             self._csv.writerow([field(row.get(c)) for c in self.columns])
         else:
-            self._pending.append(row)
-            if len(self._pending) >= TABLE_CHUNK:
-                self._draw()
+            if self._grid is None:
+                self._grid = Grid(self.columns, self.out)
+            self._grid.add([word(row.get(c)) for c in self.columns])
         self.count += 1
 
     def close(self) -> None:
         """Finish the output (close the JSON array, draw the last table chunk)."""
         if self.fmt is OutputFormat.json and not self.single:
             self.out.write("[]\n" if self.count == 0 else "\n]\n")
-        elif self.fmt is OutputFormat.table and (self._pending or (self.count == 0 and not self.single)):
-            self._draw()
+        elif self.fmt is OutputFormat.table:
+            if self._grid is None and not self.single:
+                self._grid = Grid(self.columns, self.out)  # an empty result still shows its columns
+            if self._grid is not None:
+                self._grid.close()
         self.out.flush()
-
-    def _draw(self) -> None:
-        draw_table(self.columns, ([word(r.get(c)) for c in self.columns] for r in self._pending), self.out)
-        self._pending.clear()
-
-
-def draw_table(headers: list[str], rows: Iterable[list[str]], out: TextIO | None = None) -> None:
-    """Draw a rich table of text cells (no markup interpretation)."""
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(*headers, header_style="bold")
-    for cells in rows:
-        table.add_row(*(Text(cell, style="dim" if cell == "null" else "") for cell in cells))
-    Console(file=out or sys.stdout, soft_wrap=False).print(table)
 
 
 def print_rows(fmt: OutputFormat, columns: Iterable[str], rows: Iterable[Mapping[str, Any]]) -> int:

@@ -34,15 +34,21 @@ class State:
             self._settings = config.resolve(url=self.url, profile=self.profile, config=self.config_file)
         return self._settings
 
-    def provider(self) -> spi.Provider:
-        """The connected provider (connected once, closed when the command ends)."""
+    def provider(self, *, create: bool) -> spi.Provider:
+        """The connected provider (connected once, closed when the command ends).
+
+        Read-only commands pass ``create=False``: a URL naming a store that does not
+        exist is then an error (exit 2) instead of a new, empty store. The embedded
+        default store is created on first use by any command.
+        """
         if self._provider is None:
             import spi
 
             settings = self.settings()
             if settings.url_source == "default":
                 config.default_store(os.environ).parent.mkdir(parents=True, exist_ok=True)
-            self._provider = spi.connect(settings.url)
+                create = True
+            self._provider = spi.connect(settings.url, create=create)
         return self._provider
 
     def close(self) -> None:

@@ -6,34 +6,92 @@
 
 from __future__ import annotations
 
-from spi import errors
-from spi.capabilities import Capability
-from spi.errors import (
-    ConflictError,
-    IncompatibleSchemaError,
-    InvalidFieldError,
-    KvError,
-    LimitExceededError,
-    ProviderUnavailableError,
-    RowExistsError,
-    RowNotFoundError,
-    SchemaError,
-    TableExistsError,
-    TableNotFoundError,
-    UrlError,
-    VersionMismatchError,
-    WhereSyntaxError,
-)
-from spi.filters import Expr, col
-from spi.keys import Range
-from spi.protocols import Admin, Provider, Table, Transaction
-from spi.provider import AutoCommitTable, ProviderBase, TransactionBase
-from spi.registry import connect, installed_providers, mask_password
-from spi.row import Page, Row
-from spi.spec import Field, TableSpec
-from spi.table import TableBase
-from spi.types import FieldType
-from spi.where import parse_where
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spi import errors
+    from spi.capabilities import Capability
+    from spi.errors import (
+        ConflictError,
+        IncompatibleSchemaError,
+        InvalidFieldError,
+        KvError,
+        LimitExceededError,
+        ProviderUnavailableError,
+        RowExistsError,
+        RowNotFoundError,
+        SchemaError,
+        TableExistsError,
+        TableNotFoundError,
+        UrlError,
+        VersionMismatchError,
+        WhereSyntaxError,
+    )
+    from spi.filters import Expr, col
+    from spi.keys import Range
+    from spi.protocols import Admin, Provider, Table, Transaction
+    from spi.provider import AutoCommitTable, ProviderBase, TransactionBase
+    from spi.registry import connect, installed_providers, mask_password
+    from spi.row import Page, Row
+    from spi.spec import Field, TableSpec
+    from spi.table import TableBase
+    from spi.types import FieldType
+    from spi.where import parse_where
+
+_HOMES = {
+    "errors": "spi.errors",
+    "Capability": "spi.capabilities",
+    **dict.fromkeys(
+        [
+            "ConflictError",
+            "IncompatibleSchemaError",
+            "InvalidFieldError",
+            "KvError",
+            "LimitExceededError",
+            "ProviderUnavailableError",
+            "RowExistsError",
+            "RowNotFoundError",
+            "SchemaError",
+            "TableExistsError",
+            "TableNotFoundError",
+            "UrlError",
+            "VersionMismatchError",
+            "WhereSyntaxError",
+        ],
+        "spi.errors",
+    ),
+    "Expr": "spi.filters",
+    "col": "spi.filters",
+    "Range": "spi.keys",
+    **dict.fromkeys(["Admin", "Provider", "Table", "Transaction"], "spi.protocols"),
+    **dict.fromkeys(["AutoCommitTable", "ProviderBase", "TransactionBase"], "spi.provider"),
+    **dict.fromkeys(["connect", "installed_providers", "mask_password"], "spi.registry"),
+    "Page": "spi.row",
+    "Row": "spi.row",
+    "Field": "spi.spec",
+    "TableSpec": "spi.spec",
+    "TableBase": "spi.table",
+    "FieldType": "spi.types",
+    "parse_where": "spi.where",
+}
+"""The module each public name lives in: ``import spi`` imports none of them, so a
+program pays only for what it uses (``kvctl get`` never loads the filter parser)."""
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'spi' has no attribute {name!r}")
+    module = importlib.import_module(home)
+    value = module if home == f"spi.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "Admin",

@@ -9,6 +9,7 @@ expression is true are returned.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -53,7 +54,7 @@ class Compare(Expr):
     value: Any
 
     def __str__(self) -> str:
-        return f"{self.column} {'=' if self.op == '==' else self.op} {_lit(self.value)}"
+        return f"{self.column} {'=' if self.op == '==' else self.op} {where_literal(self.value)}"
 
 
 @dataclass(frozen=True, eq=True)
@@ -64,7 +65,7 @@ class In(Expr):
     values: tuple[Any, ...]
 
     def __str__(self) -> str:
-        return f"{self.column} in ({', '.join(_lit(v) for v in self.values)})"
+        return f"{self.column} in ({', '.join(where_literal(v) for v in self.values)})"
 
 
 @dataclass(frozen=True, eq=True)
@@ -89,7 +90,7 @@ class Like(Expr):
     pattern: str
 
     def __str__(self) -> str:
-        return f"{self.column} like {_lit(self.pattern)}"
+        return f"{self.column} like {where_literal(self.pattern)}"
 
 
 @dataclass(frozen=True, eq=True)
@@ -126,13 +127,17 @@ def _paren(e: Expr) -> str:
     return f"({e})" if isinstance(e, (And, Or)) else str(e)
 
 
-def _lit(value: Any) -> str:
+def where_literal(value: Any) -> str:
+    """A value as a where-clause literal: quoted strings, ``null``, ``true``/``false``,
+    quoted ISO 8601 timestamps, ``'b64:...'`` bytes, numbers."""
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, bytes):
+        return "'b64:" + base64.b64encode(value).decode("ascii") + "'"
     if hasattr(value, "isoformat"):
         return f"'{value.isoformat()}'"
     return repr(value)
@@ -320,6 +325,62 @@ def like_regex(pattern: str) -> re.Pattern[str]:
         out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
         i += 1
     return re.compile("".join(out), re.DOTALL)
+
+
+_MAX_CHAR = 0x10FFFF
+_SURROGATES = range(0xD800, 0xE000)
+
+
+@dataclass(frozen=True)
+class LikePrefix:
+    """What a LIKE pattern says about where its matches sort.
+
+    Every match starts with ``prefix`` (the literal text before the first wildcard,
+    escapes resolved). ``exact``: the pattern has no wildcard, so it matches
+    ``prefix`` alone (an equality). ``pure``: the pattern is the prefix followed
+    only by ``%``, so "starts with ``prefix``" is the whole condition and the range
+    of :func:`prefix_bounds` needs no filter after it.
+    """
+
+    prefix: str
+    exact: bool
+    pure: bool
+
+
+def like_prefix(pattern: str) -> LikePrefix:
+    """Split a LIKE pattern (``%``, ``_``, backslash escapes, as :func:`like_regex`
+    reads them) into its literal prefix and what follows."""
+    literal: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            literal.append(pattern[i + 1])
+            i += 2
+        elif ch in "%_":
+            rest = pattern[i:]
+            return LikePrefix("".join(literal), exact=False, pure=bool(literal) and rest == "%" * len(rest))
+        else:
+            literal.append(ch)  # a trailing lone backslash is literal too
+            i += 1
+    return LikePrefix("".join(literal), exact=True, pure=False)
+
+
+def string_successor(prefix: str) -> str | None:
+    """The smallest string greater than every string that starts with ``prefix``, in
+    code point order (so in UTF-8 byte order too); None if there is none.
+
+    Trailing U+10FFFF characters cannot be incremented and are dropped (every string
+    starting with ``"a\U0010ffff"`` sorts before ``"b"``); surrogates, which no
+    stored string holds, are skipped (U+D7FF is followed by U+E000).
+    """
+    stripped = prefix.rstrip(chr(_MAX_CHAR))
+    if not stripped:
+        return None
+    nxt = ord(stripped[-1]) + 1
+    if nxt in _SURROGATES:
+        nxt = _SURROGATES.stop
+    return stripped[:-1] + chr(nxt)
 
 
 def conjuncts(expr: Expr | None) -> list[Expr]:

@@ -16,6 +16,7 @@ from spi.codec import encode_key
 from spi.errors import InvalidFieldError, KvError, RowExistsError
 from spi.keys import key_of
 from spi.spec import TableSpec
+from spi.textvalues import key_words
 from spi.validate import check_batch_size, validate_row
 
 LOAD_MODES = ("upsert", "insert", "replace")
@@ -108,7 +109,7 @@ def _check_distinct(preparer: LoadPreparer, taken: list[Any]) -> None:
         key = preparer.key_of(row)
         encoded = encode_key(types, key)
         if encoded in seen:
-            error = RowExistsError(f"key {key!r} appears twice in the input", key=key)
+            error = RowExistsError(f"key {key_words(preparer.spec, key)} appears twice in the input", key=key)
             error.row_index = i
             raise error
         seen.add(encoded)

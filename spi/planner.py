@@ -5,10 +5,17 @@ path: the primary key (a key range, narrowed by conditions on the first key colu
 when no explicit range is given) or one secondary index (equality, IN, or a value
 range); every condition it does not serve exactly stays in the residual filter.
 
+A string prefix (``like 'SE%'``, ``col(c).startswith('SE')``) is a value range
+``['SE', 'SF')``: a LIKE pattern's literal prefix bounds the values it can match
+(:func:`spi.filters.like_prefix`). A pattern that is only the prefix followed by
+``%`` is served by the range alone; a pattern without wildcards is an equality;
+any other pattern with a literal prefix reads the range and stays in the residual
+filter.
+
 Key-ordered scans use an index only for equality and IN (whose entries come in key
-order per value and merge in bounded memory); a range condition on an indexed
-column is used when the order does not matter (count, range deletes) or when the
-scan is ordered by that column.
+order per value and merge in bounded memory); a range or prefix condition on an
+indexed column is used when the order does not matter (count, range deletes) or
+when the scan is ordered by that column.
 """
 
 from __future__ import annotations
@@ -17,9 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from spi.errors import InvalidFieldError
-from spi.filters import And, Compare, Expr, In, conjuncts
+from spi.filters import And, Compare, Expr, In, Like, conjuncts, like_prefix, string_successor, where_literal
 from spi.keys import ResolvedRange
 from spi.spec import TableSpec
+from spi.textvalues import key_words
 from spi.types import sort_key
 
 _BOUND_OPS = ("<", "<=", ">", ">=")
@@ -38,9 +46,9 @@ class ValueBounds:
         """Human-readable form for ``explain``."""
         parts = []
         if self.lo is not None:
-            parts.append(f"{column} {'>=' if self.lo_inclusive else '>'} {self.lo!r}")
+            parts.append(f"{column} {'>=' if self.lo_inclusive else '>'} {where_literal(self.lo)}")
         if self.hi is not None:
-            parts.append(f"{column} {'<=' if self.hi_inclusive else '<'} {self.hi!r}")
+            parts.append(f"{column} {'<=' if self.hi_inclusive else '<'} {where_literal(self.hi)}")
         return " and ".join(parts) or f"{column} is not null"
 
 
@@ -73,7 +81,7 @@ class Plan:
             lines.append(f"read primary key of {spec.name!r} in {_range_text(spec, self.key_range)}")
         else:
             if self.index_points is not None:
-                what = f"{self.index} in ({', '.join(repr(v) for v in self.index_points)})"
+                what = f"{self.index} in ({', '.join(where_literal(v) for v in self.index_points)})"
             else:
                 what = (self.index_bounds or ValueBounds()).describe(self.index)
             lines.append(f"read index {self.index!r} of {spec.name!r} for {what}")
@@ -88,8 +96,8 @@ class Plan:
 def _range_text(spec: TableSpec, r: ResolvedRange) -> str:
     if r.start is None and r.end is None:
         return "the whole key range"
-    lo = "-inf" if r.start is None else repr(r.start)
-    hi = "+inf" if r.end is None else repr(r.end)
+    lo = "-inf" if r.start is None else key_words(spec, r.start)
+    hi = "+inf" if r.end is None else key_words(spec, r.end)
     return f"{'[' if r.start_inclusive else '('}{lo}, {hi}{']' if r.end_inclusive else ')'}"
 
 
@@ -103,8 +111,7 @@ def check_order_by(spec: TableSpec, order_by: str | None) -> str | None:
     if spec.is_key(order_by) or spec.is_indexed(order_by):
         return order_by
     raise InvalidFieldError(
-        f"cannot order {spec.name!r} by {order_by!r}: it is neither a key column nor indexed; "
-        f"add an index on it (create_or_update with indexes=[..., {order_by!r}])",
+        f"cannot order {spec.name!r} by {order_by!r}: it is neither a key column nor indexed; add an index on it",
         column=order_by,
     )
 
@@ -160,7 +167,20 @@ def _served(part: Expr, column: str) -> bool:
         return part.column == column and part.value is not None and (part.op == "==" or part.op in _BOUND_OPS)
     if isinstance(part, In):
         return part.column == column
+    if isinstance(part, Like) and part.column == column:
+        like = like_prefix(part.pattern)
+        return like.exact or like.pure
     return False
+
+
+def _like_bounds(part: Like) -> ValueBounds | None:
+    """The value interval a LIKE condition's matches lie in (None: no literal prefix):
+    the strings starting with the prefix are ``[prefix, successor)``, unbounded above
+    when there is no successor (a prefix of U+10FFFF characters only)."""
+    like = like_prefix(part.pattern)
+    if like.exact:
+        return ValueBounds(like.prefix, True, like.prefix, True)
+    return ValueBounds(like.prefix, True, string_successor(like.prefix), False) if like.prefix else None
 
 
 def _points(parts: list[Expr], column: str) -> tuple[Any, ...] | None:
@@ -171,6 +191,8 @@ def _points(parts: list[Expr], column: str) -> tuple[Any, ...] | None:
             found = [] if p.value is None else [p.value]
         elif isinstance(p, In) and p.column == column:
             found = [v for v in p.values if v is not None]
+        elif isinstance(p, Like) and p.column == column and like_prefix(p.pattern).exact:
+            found = [like_prefix(p.pattern).prefix]
         else:
             continue
         if points is None:
@@ -189,32 +211,36 @@ def _points(parts: list[Expr], column: str) -> tuple[Any, ...] | None:
 
 
 def _bounds(parts: list[Expr], column: str) -> ValueBounds | None:
-    """Intersect the range conditions on ``column``; None if there are none."""
+    """Intersect the range and prefix conditions on ``column``; None if there are none."""
     b: ValueBounds | None = None
     for p in parts:
-        if not (isinstance(p, Compare) and p.column == column and p.op in _BOUND_OPS):
-            continue
-        if p.value is None:
-            continue
-        current = b or ValueBounds()
-        if p.op in (">", ">="):
-            inclusive = p.op == ">="
-            if (
-                current.lo is None
-                or sort_key(p.value) > sort_key(current.lo)
-                or (sort_key(p.value) == sort_key(current.lo) and not inclusive)
-            ):
-                current = ValueBounds(p.value, inclusive, current.hi, current.hi_inclusive)
+        if isinstance(p, Compare) and p.column == column and p.op in _BOUND_OPS and p.value is not None:
+            lower = p.op in (">", ">=")
+            inclusive = p.op in (">=", "<=")
+            found = ValueBounds(p.value, inclusive) if lower else ValueBounds(hi=p.value, hi_inclusive=inclusive)
+        elif isinstance(p, Like) and p.column == column:
+            like = _like_bounds(p)
+            if like is None:
+                continue
+            found = like
         else:
-            inclusive = p.op == "<="
-            if (
-                current.hi is None
-                or sort_key(p.value) < sort_key(current.hi)
-                or (sort_key(p.value) == sort_key(current.hi) and not inclusive)
-            ):
-                current = ValueBounds(current.lo, current.lo_inclusive, p.value, inclusive)
-        b = current
+            continue
+        b = found if b is None else _intersect(b, found)
     return b
+
+
+def _intersect(a: ValueBounds, b: ValueBounds) -> ValueBounds:
+    lo, lo_inclusive = a.lo, a.lo_inclusive
+    if b.lo is not None and (
+        lo is None or sort_key(b.lo) > sort_key(lo) or (sort_key(b.lo) == sort_key(lo) and not b.lo_inclusive)
+    ):
+        lo, lo_inclusive = b.lo, b.lo_inclusive
+    hi, hi_inclusive = a.hi, a.hi_inclusive
+    if b.hi is not None and (
+        hi is None or sort_key(b.hi) < sort_key(hi) or (sort_key(b.hi) == sort_key(hi) and not b.hi_inclusive)
+    ):
+        hi, hi_inclusive = b.hi, b.hi_inclusive
+    return ValueBounds(lo, lo_inclusive, hi, hi_inclusive)
 
 
 def _within(value: Any, b: ValueBounds) -> bool:

@@ -142,12 +142,18 @@ class AutoCommitTable:
         self.name = name
 
     def _call(self, op: Callable[[TableBase], T]) -> T:
+        """Run ``op`` on the table in its own transaction, retried on conflict."""
         return self._provider.run(lambda tx: op(tx.table(self.name)), retries=self._provider.autocommit_retries)
+
+    def _read(self, op: Callable[[TableBase], T]) -> T:
+        """Run the read-only ``op`` on one consistent view of the table (here a
+        transaction; providers may read a snapshot without the write machinery)."""
+        return self._call(op)
 
     @property
     def spec(self) -> TableSpec:
         """The table's current spec."""
-        return self._call(lambda t: t.spec)
+        return self._read(lambda t: t.spec)
 
     def upsert(self, row: Mapping[str, Any]) -> int:
         """See :meth:`TableBase.upsert`."""
@@ -218,12 +224,12 @@ class AutoCommitTable:
 
     def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:
         """See :meth:`TableBase.read`."""
-        return self._call(lambda t: t.read(key, columns=columns))
+        return self._read(lambda t: t.read(key, columns=columns))
 
     def read_many(self, keys: Iterable[KeyLike], *, columns: Iterable[str] | None = None) -> list[Row | None]:
         """See :meth:`TableBase.read_many` (one transaction)."""
         key_list = list(keys)
-        return self._call(lambda t: t.read_many(key_list, columns=columns))
+        return self._read(lambda t: t.read_many(key_list, columns=columns))
 
     def scan_page(
         self,
@@ -238,7 +244,7 @@ class AutoCommitTable:
     ) -> Page:
         """See :meth:`TableBase.scan_page`."""
         cols = None if columns is None else list(columns)
-        return self._call(
+        return self._read(
             lambda t: t.scan_page(
                 range, where=where, order_by=order_by, descending=descending, limit=limit, after=after, columns=cols
             )
@@ -321,7 +327,7 @@ class AutoCommitTable:
                 got = t.scan_page(range, where=where, limit=size, after=after, columns=cols)
                 return got, t.spec, check_projection(t.spec, cols) or t.spec.columns
 
-            return self._call(op)
+            return self._read(op)
 
         first = page(None)
 
@@ -349,11 +355,11 @@ class AutoCommitTable:
 
     def count(self, range: Range | None = None, *, where: Expr | None = None) -> int:
         """See :meth:`TableBase.count`."""
-        return self._call(lambda t: t.count(range, where=where))
+        return self._read(lambda t: t.count(range, where=where))
 
     def split(self, n: int) -> list[Range]:
         """See :meth:`TableBase.split`."""
-        return self._call(lambda t: t.split(n))
+        return self._read(lambda t: t.split(n))
 
     def explain(
         self,
@@ -363,4 +369,4 @@ class AutoCommitTable:
         order_by: str | None = None,
     ) -> str:
         """See :meth:`TableBase.explain`."""
-        return self._call(lambda t: t.explain(range, where=where, order_by=order_by))
+        return self._read(lambda t: t.explain(range, where=where, order_by=order_by))

@@ -1,9 +1,12 @@
 """Finding and opening providers by URL scheme (``spi.connect``).
 
 Providers register under the entry-point group ``kvctl.providers``: the entry
-point's name is a URL scheme and its value a provider class with a ``from_url``
-classmethod. A built-in map covers the first-party providers when the package's
-entry points are not installed. Only the chosen provider's module is imported.
+point's name is a URL scheme and its value a provider class with a
+``from_url(url, *, create=True)`` classmethod. The first-party schemes (``memory``,
+``rocksdb``, ``postgresql+psycopg``) resolve from a built-in map without reading
+any entry point (another package cannot take them over, and a one-off ``kvctl get``
+does not pay the ~20 ms scan of every installed distribution); any other scheme is
+looked up among the entry points. Only the chosen provider's module is imported.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ def split_scheme(url: Any) -> tuple[str, str]:
 
 
 def installed_providers() -> list[ProviderInfo]:
-    """Every provider found: entry points first, then the built-in fallbacks."""
+    """Every provider found: the first-party ones, then the entry points' other schemes."""
     return list(_installed_providers())
 
 
@@ -76,21 +79,22 @@ def _installed_providers() -> tuple[ProviderInfo, ...]:
     distribution's entry points takes milliseconds, and each ``connect`` needs them."""
     from importlib.metadata import entry_points
 
-    found: dict[str, ProviderInfo] = {}
+    found = {scheme: ProviderInfo(scheme, target, "built-in") for scheme, target in BUILTIN_PROVIDERS.items()}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ProviderInfo(ep.name, ep.value, "entry point"))
-    for scheme, target in BUILTIN_PROVIDERS.items():
-        found.setdefault(scheme, ProviderInfo(scheme, target, "built-in"))
     return tuple(sorted(found.values(), key=lambda p: p.scheme))
 
 
 def load_provider_class(scheme: str) -> Any:
     """Import the provider class registered for ``scheme`` (UrlError if none)."""
-    info = next((p for p in _installed_providers() if p.scheme == scheme), None)
-    if info is None:
-        known = ", ".join(p.scheme for p in _installed_providers())
-        raise UrlError(f"unknown provider scheme {scheme!r}; installed: {known}")
-    module_name, _, attr = info.target.partition(":")
+    target = BUILTIN_PROVIDERS.get(scheme)
+    if target is None:
+        info = next((p for p in _installed_providers() if p.scheme == scheme), None)
+        if info is None:
+            known = ", ".join(p.scheme for p in _installed_providers())
+            raise UrlError(f"unknown provider scheme {scheme!r}; installed: {known}")
+        target = info.target
+    module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -98,13 +102,18 @@ def load_provider_class(scheme: str) -> Any:
     return getattr(module, attr)
 
 
-def connect(url: str) -> Provider:
+def connect(url: str, *, create: bool = True) -> Provider:
     """Open the provider for ``url``.
 
     Malformed URLs and unknown schemes raise :class:`UrlError` at once; an
     unreachable server may surface on first use as ``ProviderUnavailableError``.
+    ``create=False`` opens only a store that exists: a store the URL names but
+    that does not exist is a :class:`UrlError` (at once, or on first use for a
+    server) and nothing is created; what "exists" means is the provider's
+    (``docs/spi.md``). Read-only tools use it so a misspelt URL fails instead of
+    making a new, empty store.
     """
     scheme, normalized = split_scheme(url)
     cls = load_provider_class(scheme)
-    provider: Provider = cls.from_url(normalized)
+    provider: Provider = cls.from_url(normalized, create=create)
     return provider

@@ -258,7 +258,9 @@ def _as_field(value: Field | tuple[str, str] | Mapping[str, Any]) -> Field:
         return value
     if isinstance(value, Mapping):
         if set(value) != {"name", "type"}:
-            raise SchemaError(f"a field must be an object with exactly name and type, got {dict(value)!r}")
+            raise SchemaError(
+                f"a field must be an object with exactly name and type, got {json.dumps(dict(value), default=str)}"
+            )
         return Field(value["name"], value["type"])
     if isinstance(value, tuple) and len(value) == 2:
         return Field(value[0], value[1])
@@ -286,7 +288,7 @@ def plan_schema_change(old: TableSpec, new: TableSpec) -> SchemaChange:
         raise IncompatibleSchemaError(f"cannot rename table {old.name!r} to {new.name!r}")
     if old.primary_key != new.primary_key:
         raise IncompatibleSchemaError(
-            f"cannot change the primary key of {old.name!r} from {list(old.primary_key)} to {list(new.primary_key)}"
+            f"cannot change the primary key of {old.name!r} from ({', '.join(old.primary_key)}) to ({', '.join(new.primary_key)})"
         )
     removed = [c for c in old.columns if not new.has_column(c)]
     if removed:

@@ -25,6 +25,7 @@ from spi.planner import check_order_by
 from spi.primitives import ColumnBatch, ScanRequest, Stored, sort_position
 from spi.row import Page, Row
 from spi.spec import TableSpec
+from spi.textvalues import key_words
 from spi.tokens import ScanPosition, decode_token, encode_token
 from spi.types import FieldType, sort_key, validate_value, values_equal
 from spi.validate import (
@@ -149,10 +150,12 @@ class TableBase(ABC):
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
             raise InvalidFieldError(f"version must be a positive integer, got {version!r}")
         if old is None:
-            raise RowNotFoundError(f"no row with key {key!r} in {self.name!r} (expected version {version})")
+            raise RowNotFoundError(
+                f"no row with key {key_words(self.spec, key)} in {self.name!r} (expected version {version})"
+            )
         if old.version != version:
             raise VersionMismatchError(
-                f"row {key!r} in {self.name!r} is at version {old.version}, not {version}",
+                f"row {key_words(self.spec, key)} in {self.name!r} is at version {old.version}, not {version}",
                 current_version=old.version,
             )
 
@@ -178,7 +181,7 @@ class TableBase(ABC):
         return self._write(key, full_row(self.spec, values), None)
 
     def _exists_error(self, key: tuple[Any, ...]) -> RowExistsError:
-        return RowExistsError(f"a row with key {key!r} already exists in {self.name!r}", key=key)
+        return RowExistsError(f"a row with key {key_words(self.spec, key)} already exists in {self.name!r}", key=key)
 
     def _replace_at(
         self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None, version: int | None = None
@@ -222,7 +225,7 @@ class TableBase(ABC):
         self._check_version(k, old, version)
         if old is None:
             if base is None:
-                raise RowNotFoundError(f"no row with key {k!r} in {self.name!r}; pass default=... to create it")
+                raise RowNotFoundError(f"no row with key {key_words(self.spec, k)} in {self.name!r} to update")
             merged = full_row(self.spec, {**dict(zip(self.spec.primary_key, k)), **base, **values})
         else:
             merged = {**old.values, **values}

@@ -10,12 +10,20 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import json
 import math
+import re
+import shlex
+from collections.abc import Sequence
 from typing import Any
 
 from spi.errors import InvalidFieldError
 from spi.spec import TableSpec
 from spi.types import FieldType, validate_value
+
+_WHOLE_FLOAT = re.compile(r"\s*([+-]?\d+)\.0+\s*")
+"""A float written with no fractional part (``433.0``), as pandas writes integer
+columns that have gaps."""
 
 
 def parse_timestamp(text: str, column: str) -> dt.datetime:
@@ -47,19 +55,18 @@ def decode_base64(text: str, column: str) -> bytes:
 
 
 def parse_word(spec: TableSpec, column: str, text: str) -> Any:
-    """Parse a command-line value (``col=value``) by the column's type and validate it."""
+    """Parse a command-line value (``col=value``) by the column's type and validate it.
+
+    ``null`` is null wherever a null is allowed, string columns included; in a
+    string key column (never null) it is the text ``null``.
+    """
     ftype = spec.type_of(column)
     in_key = spec.is_key(column)
-    if text == "null" and ftype is not FieldType.STRING:
+    if text == "null" and not (in_key and ftype is FieldType.STRING):
         return validate_value(ftype, None, column, in_key=in_key)
     value: Any
     if ftype.is_integer:
-        try:
-            value = int(text, 10)
-        except ValueError:
-            raise InvalidFieldError(
-                f"column {column!r} is {ftype}; {text!r} is not an integer", column=column
-            ) from None
+        value = _integer(text, column, ftype)
     elif ftype in (FieldType.FLOAT, FieldType.DOUBLE):
         try:
             value = float(text)
@@ -81,16 +88,40 @@ def parse_word(spec: TableSpec, column: str, text: str) -> Any:
     return validate_value(ftype, value, column, in_key=in_key, indexed=spec.is_indexed(column))
 
 
+def _integer(text: str, column: str, ftype: FieldType, *, whole_float: bool = False) -> int:
+    """A decimal integer; with ``whole_float`` also a float text with no fractional part."""
+    try:
+        return int(text, 10)
+    except ValueError:
+        pass
+    match = _WHOLE_FLOAT.fullmatch(text) if whole_float else None
+    if match is None:
+        raise InvalidFieldError(f"column {column!r} is {ftype}; {text!r} is not an integer", column=column)
+    return int(match.group(1), 10)
+
+
+def require_key_text(spec: TableSpec, column: str, text: str) -> None:
+    """Refuse an empty text for a key column where an empty field means "no value"
+    (CSV/TSV fields, the dashboard's new-row form): a key needs a value."""
+    if text == "" and spec.is_key(column):
+        raise InvalidFieldError(f"key column {column!r} is empty; every key column needs a value", column=column)
+
+
 def parse_field(spec: TableSpec, column: str, text: str) -> Any:
     """Convert a CSV/TSV field by the column's type and validate it.
 
     An empty field is null, except in a string column where it is the empty string;
-    bytes are base64 without the ``b64:`` prefix; the text ``null`` or ``NA`` is just
-    text (so it is an error in a non-string column).
+    in a key column it is an error (a key needs a value). Bytes are base64 without
+    the ``b64:`` prefix; an int/long may be written as a float with no fractional
+    part (``433.0``); the text ``null`` or ``NA`` is just text (so it is an error in
+    a non-string column).
     """
     ftype = spec.type_of(column)
+    in_key = spec.is_key(column)
+    value: Any
+    require_key_text(spec, column, text)
     if ftype is FieldType.STRING:
-        value: Any = text
+        value = text
     elif text == "":
         value = None
     elif ftype is FieldType.BYTES:
@@ -100,9 +131,11 @@ def parse_field(spec: TableSpec, column: str, text: str) -> Any:
             f"column {column!r} is {ftype}; leave the field empty for null, the text 'null' is not a value",
             column=column,
         )
+    elif ftype.is_integer:
+        value = _integer(text, column, ftype, whole_float=True)
     else:
         return parse_word(spec, column, text)
-    return validate_value(ftype, value, column, in_key=spec.is_key(column), indexed=spec.is_indexed(column))
+    return validate_value(ftype, value, column, in_key=in_key, indexed=spec.is_indexed(column))
 
 
 def from_json_value(spec: TableSpec, column: str, value: Any) -> Any:
@@ -126,3 +159,25 @@ def to_json_value(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
+
+
+def to_word(value: Any) -> str:
+    """A value as written on the command line (what :func:`parse_word` reads):
+    ``null``, ``true``/``false``, numbers, ISO 8601 timestamps, ``b64:...`` bytes,
+    strings as they are."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, bytes):
+        return "b64:" + base64.b64encode(value).decode("ascii")
+    value = to_json_value(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value) if isinstance(value, (int, float)) else str(value)
+
+
+def key_words(spec: TableSpec, key: Sequence[Any]) -> str:
+    """A key (values in key order) as ``col=value`` words, ``region=eu id=42``, each
+    quoted for a POSIX shell where it needs it, as messages show keys."""
+    return " ".join(shlex.quote(f"{column}={to_word(value)}") for column, value in zip(spec.primary_key, key))

@@ -60,5 +60,5 @@ def decode_token(spec: TableSpec, token: str, *, order_by: str | None, descendin
     if fingerprint != spec.fingerprint():
         raise InvalidFieldError(f"scan token is stale: the spec of {spec.name!r} changed since it was issued")
     if position.order_by != order_by or position.descending != descending:
-        raise InvalidFieldError("scan token was issued for another order; repeat the same order_by and descending")
+        raise InvalidFieldError("scan token was issued for another order; continue in the order the scan started with")
     return position

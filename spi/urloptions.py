@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import overload
 from urllib.parse import parse_qsl
 
 from spi.errors import UrlError
@@ -46,8 +47,13 @@ class UrlOptions:
         value = self._take(name)
         return default if value is None else value
 
-    def seconds(self, name: str, default: float) -> float:
-        """Option ``name`` as a non-negative, finite number of seconds."""
+    @overload
+    def seconds(self, name: str, default: float) -> float: ...
+    @overload
+    def seconds(self, name: str, default: None) -> float | None: ...
+    def seconds(self, name: str, default: float | None) -> float | None:
+        """Option ``name`` as a non-negative, finite number of seconds (``default``,
+        which may be None for "not given", when absent)."""
         value = self._take(name)
         if value is None:
             return default

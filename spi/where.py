@@ -2,7 +2,7 @@
 
 Grammar: comparisons ``= != <> < <= > >=``, ``[not] in (...)``, ``[not] between a
 and b``, ``is [not] null``, ``[not] like 'pat'``, ``and``/``or``/``not`` and
-parentheses; keywords are case-insensitive; strings are single-quoted with ``''``
+parentheses; keywords are case-insensitive and never column names; strings are single-quoted with ``''``
 as the escape; literals ``true``, ``false``, ``null``, numbers, and quoted ISO 8601
 timestamps. Columns and literal types are checked against the spec at parse time.
 """
@@ -17,6 +17,9 @@ from spi.filters import And, Compare, Expr, In, IsNull, Like, Not, Or
 from spi.spec import TableSpec
 from spi.textvalues import decode_base64, parse_timestamp
 from spi.types import FieldType, validate_value
+
+KEYWORDS = ("and", "or", "not", "in", "like", "between", "is", "null", "true", "false")
+"""The where-clause keywords (any case): never read as column names."""
 
 _GRAMMAR = r"""
 ?start: or_expr
@@ -53,7 +56,7 @@ _NULL: /null\b/i
 _LIKE: /like\b/i
 _TRUE: /true\b/i
 _FALSE: /false\b/i
-NAME.-1: /[A-Za-z_][A-Za-z0-9_]*/
+NAME.-1: /(?!(?i:KEYWORDS)\b)[A-Za-z_][A-Za-z0-9_]*/
 STRING: /'(?:[^']|'')*'/
 %import common.SIGNED_NUMBER
 %import common.WS
@@ -65,7 +68,10 @@ STRING: /'(?:[^']|'')*'/
 def _parser() -> Any:
     from lark import Lark
 
-    return Lark(_GRAMMAR, parser="lalr", maybe_placeholders=False, propagate_positions=True)
+    grammar = _GRAMMAR.replace("KEYWORDS", "|".join(KEYWORDS))
+    # cache=True keeps the built parse tables in a file in the temp folder (keyed by
+    # the grammar and lark's version): later processes skip ~25 ms of building them.
+    return Lark(grammar, parser="lalr", maybe_placeholders=False, propagate_positions=True, cache=True)
 
 
 def parse_where(text: str, spec: TableSpec) -> Expr:
@@ -85,9 +91,14 @@ def parse_where(text: str, spec: TableSpec) -> Expr:
             f"where: unexpected end of expression at position {len(text) + 1}", position=len(text) + 1
         ) from None
     except UnexpectedToken as exc:
-        pos = (exc.token.start_pos or 0) + 1 if exc.token.type != "$END" else len(text) + 1
-        what = "end of expression" if exc.token.type == "$END" else repr(str(exc.token))
-        raise WhereSyntaxError(f"where: unexpected {what} at position {pos}", position=pos) from None
+        word = str(exc.token)
+        if exc.token.type == "$END":
+            pos, what, hint = len(text) + 1, "end of expression", ""
+        else:
+            pos, what, hint = (exc.token.start_pos or 0) + 1, repr(word), ""
+            if word.lower() in KEYWORDS and spec.has_column(word):
+                hint = f" ({word!r} is a keyword: a column of that name cannot be used in a where-clause)"
+        raise WhereSyntaxError(f"where: unexpected {what} at position {pos}{hint}", position=pos) from None
     except UnexpectedCharacters as exc:
         pos = (exc.pos_in_stream or 0) + 1
         raise WhereSyntaxError(

@@ -24,6 +24,7 @@ import contextlib
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -168,10 +169,44 @@ class ThrowawayPostgres:
                     raise
                 time.sleep(0.1)
 
+    def postmaster_pid(self) -> int:
+        """The pid of the server's postmaster (it runs as ``postgres`` when we are root)."""
+        with open(os.path.join(self.root, "data", "postmaster.pid")) as f:
+            return int(f.readline())
+
+    def processes(self) -> list[int]:
+        """The postmaster's pid, then those of its children (backends, background workers)."""
+        parent = self.postmaster_pid()
+        children = []
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue  # not a process, or gone
+            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+                children.append(int(entry))
+        return [parent, *children]
+
+    def freeze(self, *, everything: bool = False) -> None:
+        """SIGSTOP the postmaster, so new connections complete their TCP handshake but
+        get no answer; with ``everything``, every server process, so statements on open
+        connections get none either. :meth:`thaw` (and :meth:`stop`) undo it."""
+        for pid in self.processes() if everything else [self.postmaster_pid()]:
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT every server process (harmless when none is stopped)."""
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
     def stop(self) -> None:
-        """Stop the server at once and delete its directory."""
+        """Stop the server at once (thawing it first) and delete its directory."""
         data = os.path.join(self.root, "data")
         if self.root and os.path.exists(os.path.join(data, "postmaster.pid")):
+            with contextlib.suppress(OSError, ValueError):
+                self.thaw()  # a stopped postmaster would not act on pg_ctl's signal
             with contextlib.suppress(subprocess.CalledProcessError):
                 self._run([self.bin("pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"])
         if self.root:

@@ -117,14 +117,41 @@ def test_get_put_scan_do_not_import_heavy_modules(tmp_path: Path, request: pytes
     url = provider_url("rocksdb", tmp_path, request)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     run_process("--url", url, "table", "create", "t", "--field", "k:string", "--pk", "k")
-    for args in (["put", "t", '{"k": "a"}'], ["get", "t", "k=a"], ["scan", "t"], ["--version"]):
+    cases = {
+        ("put", "t", '{"k": "a"}'): {"kvctl.commands.rows"},
+        ("get", "t", "k=a"): {"kvctl.commands.rows"},
+        ("scan", "t"): {"kvctl.commands.scan"},
+        ("--version",): set(),
+    }
+    for args, commands in cases.items():
         proc = subprocess.run(
             [sys.executable, "-c", STARTUP_PROBE, "--url", url, *args], capture_output=True, text=True, env=env
         )
         modules = set(proc.stderr.split("MODULES ")[1].split())
         assert "kvctl.cli" in modules
-        heavy = {m.split(".")[0] for m in modules} & {"pyspark", "textual", "sqlalchemy", "rich", "pyarrow"}
+        heavy = {m.split(".")[0] for m in modules} & {
+            "pyspark",
+            "textual",
+            "sqlalchemy",
+            "rich",
+            "pyarrow",
+            "pydantic",
+            "psycopg",
+            "msgspec" if args == ("--version",) else "",
+        }
         assert heavy == set(), (args, heavy)
+        # Only the command being run is loaded; --version loads no command and no provider.
+        assert {m for m in modules if m.startswith("kvctl.commands.")} == commands, args
+        if args == ("--version",):
+            assert not {m for m in modules if m.startswith(("spi.kv", "spi.provider", "spi.registry", "providers"))}
+
+
+def test_command_map_matches_what_each_module_registers() -> None:
+    """:data:`kvctl.commands.COMMANDS` names exactly the commands the modules register."""
+    from kvctl.commands import COMMANDS, module_commands
+
+    registered = {name: module for module in set(COMMANDS.values()) for name in module_commands(module)}
+    assert registered == COMMANDS
 
 
 def test_interrupt_exits_130(url: str, tmp_path: Path) -> None:

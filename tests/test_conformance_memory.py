@@ -31,3 +31,11 @@ def test_fresh_memory_stores_are_private() -> None:
         p.admin.create(ORDERS)
         with spi.connect("memory://") as other:
             assert other.admin.list_tables() == []
+
+
+def test_create_false_opens_a_fresh_store_too() -> None:
+    # A memory:// store exists as soon as it is opened: there is nothing to create or to misspell.
+    with spi.connect("memory://", create=False) as p:
+        assert p.admin.list_tables() == []
+        p.admin.create(ORDERS)
+        assert p.admin.list_tables() == ["orders"]

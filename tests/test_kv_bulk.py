@@ -7,8 +7,10 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import math
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +19,7 @@ from spi import Field, TableSpec, col
 from spi.codec import encode_key
 from spi.errors import KvError
 from spi.keys import key_of
-from spi.kv import Layout
+from spi.kv import KvTransaction, Layout
 from spi.kv.bulk import RowBatch
 from spi.testing.fixtures import ALL_TYPES, all_types_row
 from spi.validate import validate_row
@@ -162,3 +164,26 @@ def test_a_load_sees_a_schema_change_between_its_batches() -> None:
     assert p.admin.verify("t") == []
     assert p.table("t").count(where=col("w").is_null()) == 30
     assert [r["v"] for r in p.table("t").scan()] == list(range(30))
+
+
+@pytest.mark.parametrize("scheme", ["memory", "rocksdb"])
+def test_cached_layouts_follow_committed_catalog_changes_only(scheme: str, tmp_path: Path) -> None:
+    """One-off reads trust a cached layout until a catalog change commits: an alter
+    rolled back leaves it, a committed alter or a drop is seen by the next call."""
+    url = "memory://" if scheme == "memory" else f"rocksdb://{tmp_path}/db"
+    spec = spi.TableSpec("t", [spi.Field("k", "long"), spi.Field("v", "string")], ["k"])
+    wider = spi.TableSpec("t", [*spec.fields, spi.Field("w", "long")], ["k"])
+    with spi.connect(url) as p:
+        p.admin.create(spec)
+        t = p.table("t")
+        t.upsert({"k": 1, "v": "a"})
+        assert dict(t.read((1,)) or {}) == {"k": 1, "v": "a"}
+        with pytest.raises(RuntimeError), cast(KvTransaction, p.transaction()) as tx:
+            tx.save_layout(Layout(wider, [*wider.columns], tx.layout("t").table_id))  # an alter, rolled back
+            raise RuntimeError("roll back")
+        assert t.spec == spec and dict(t.read((1,)) or {}) == {"k": 1, "v": "a"}
+        p.admin.create_or_update(wider)
+        assert t.spec == wider and dict(t.read((1,)) or {}) == {"k": 1, "v": "a", "w": None}
+        p.admin.drop("t")
+        with pytest.raises(spi.TableNotFoundError):
+            t.read((1,))

@@ -586,3 +586,23 @@ def test_bench_smoke(pg_server: Any) -> None:
     assert out.returncode in (0, 1), out.stderr  # 1: a target missed at this tiny size; no timing is asserted
     for name in ("load", "point read", "full scan"):
         assert any(line.startswith(name) and "x" in line for line in out.stdout.splitlines()), out.stdout
+
+
+def test_create_false_needs_an_existing_schema(pg_server: Any, pg_factory: Callable[..., Any]) -> None:
+    import psycopg
+
+    sep = "&" if "?" in pg_server.url else "?"
+    url = f"{pg_server.url}{sep}schema=kvctl_never_made"
+    with spi.connect(url, create=False) as p:  # connects lazily: the check is on first use
+        with pytest.raises(UrlError, match=r"PostgreSQL schema 'kvctl_never_made' at .* holds no kvctl tables") as e:
+            p.admin.list_tables()
+        assert "nothing was created" in str(e.value) and "\n" not in str(e.value)
+        with pytest.raises(UrlError):
+            p.table("t").read((1,))
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'kvctl_never_made'").fetchone()
+    assert row == (0,)
+    made = pg_factory()
+    made.admin.create(COUNTERS)
+    with spi.connect(made.url, create=False) as p:
+        assert p.admin.list_tables() == ["counters"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -191,9 +192,9 @@ def test_verify_reports_real_corruption(url: str, tmp_path: Path) -> None:
     with spi.connect(url) as p:
         problems = p.admin.verify("acct")
     text = "\n".join(problems)
-    assert "row (0,): index 'tag' has no entry" in text
+    assert "row k=0: index 'tag' has no entry" in text
     assert "points to a missing row" in text
-    assert "'zz' does not match its row" in text
+    assert "value zz does not match its row" in text
     assert "cannot decode" in text
 
 
@@ -233,3 +234,22 @@ def test_path_that_is_not_a_database(tmp_path: Path) -> None:
         p.admin.list_tables()
     p.close()
     assert sorted(x.name for x in (tmp_path / "dir").iterdir()) == ["notes.txt"]
+
+
+def test_create_false_opens_only_an_existing_database(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    with pytest.raises(UrlError, match=re.escape(f"rocksdb database {path} does not exist")) as info:
+        spi.connect(f"rocksdb://{path}", create=False)
+    assert "nothing was created" in str(info.value) and "\n" not in str(info.value)
+    assert not path.exists()
+    path.mkdir()
+    (path / "notes.txt").write_text("not a database")
+    with pytest.raises(UrlError, match=re.escape(f"rocksdb database {path} is not a RocksDB database")):
+        spi.connect(f"rocksdb://{path}", create=False)
+    assert sorted(p.name for p in path.iterdir()) == ["notes.txt"]
+    with spi.connect(f"rocksdb://{tmp_path}/made") as p:  # create=True (the default) makes it
+        p.admin.create(ACCOUNTS)
+    with spi.connect(f"rocksdb://{tmp_path}/made", create=False) as p:
+        assert p.admin.list_tables() == ["acct"]
+        p.table("acct").upsert({"k": 1, "bal": 2})  # writes work: create=False only refuses to make the store
+        assert p.table("acct").count() == 1

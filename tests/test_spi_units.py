@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import spi
 from spi import col
@@ -13,8 +15,10 @@ from spi.filters import And, Compare, In, IsNull, Like, Not, Or, evaluate
 from spi.keys import ResolvedRange
 from spi.planner import plan_scan
 from spi.registry import installed_providers, mask_password, split_scheme
+from spi.spec import plan_schema_change
 from spi.testing.fixtures import ORDERS
-from spi.textvalues import parse_word
+from spi.textvalues import key_words, parse_field, parse_word, to_word
+from spi.where import KEYWORDS
 
 SPEC = spi.TableSpec(
     "t",
@@ -30,6 +34,18 @@ SPEC = spi.TableSpec(
     ["k"],
     ["s", "n"],
 )
+
+
+_CLAUSES = [
+    "s = 'open'",
+    "d >= 100.5",
+    "k in (1, 2)",
+    "ts is not null",
+    "n between 1 and 5",
+    "not s like 'a%'",
+    "(d < 3 or k = 2)",
+    "flag = true",
+]
 
 
 class TestParseWhere:
@@ -79,6 +95,65 @@ class TestParseWhere:
             spi.parse_where(text, SPEC)
         assert e.value.position == position
         assert str(position) in str(e.value)
+
+    @pytest.mark.parametrize(
+        ("text", "position", "token"),
+        [
+            ("s = 'open' and and", 16, "and"),
+            ("d >= 100.5 or or k = 1", 15, "or"),
+            ("s = 'a' AND Or k = 1", 13, "Or"),
+            ("not and s = 'a'", 5, "and"),
+            ("s in ('a', null, and)", 18, "and"),
+            ("n between 1 and and", 17, "and"),
+            ("k = 1 or between = 2", 10, "between"),
+            ("(s = 'a') and (like = 'x')", 16, "like"),
+            ("true = 1", 1, "true"),
+            ("s is not null and is null", 19, "is"),
+        ],
+    )
+    def test_keywords_are_never_column_names(self, text: str, position: int, token: str) -> None:
+        with pytest.raises(WhereSyntaxError) as e:
+            spi.parse_where(text, SPEC)
+        assert e.value.position == position and text[position - 1 :].startswith(token)
+        assert f"unexpected {token!r} at position {position}" in str(e.value)
+
+    def test_a_keyword_named_column_says_why_it_cannot_be_used(self) -> None:
+        spec = spi.TableSpec("t", [("k", "long"), ("in", "string")], ["k"])
+        with pytest.raises(WhereSyntaxError, match="'in' is a keyword") as e:
+            spi.parse_where("k = 1 and in = 'x'", spec)
+        assert e.value.position == 11
+
+    def test_names_starting_with_a_keyword_are_columns(self) -> None:
+        spec = spi.TableSpec("t", [("k", "long"), ("order", "long"), ("is_open", "bool"), ("notes", "string")], ["k"])
+        assert spi.parse_where("order = 1 and is_open = true or notes like 'a%'", spec) == Or(
+            (And((Compare("order", "==", 1), Compare("is_open", "==", True))), Like("notes", "a%"))
+        )
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        clauses=st.lists(st.sampled_from(_CLAUSES), min_size=2, max_size=5),
+        joiners=st.lists(st.sampled_from(["and", "or", "AND", "Or"]), min_size=4, max_size=4),
+        stray=st.sampled_from([k for k in KEYWORDS if k != "not"] + ["AND", "Null", "TRUE"]),
+        at=st.integers(min_value=0),
+        spaces=st.sampled_from([" ", "  ", "\t"]),
+    )
+    def test_a_stray_keyword_is_reported_where_it_stands(
+        self, clauses: list[str], joiners: list[str], stray: str, at: int, spaces: str
+    ) -> None:
+        """A keyword right after a joiner (where a column or '(' must come) is the
+        error, at its own 1-based position."""
+        gap = at % (len(clauses) - 1)
+        text = ""
+        for i, clause in enumerate(clauses):
+            if i:
+                text += f"{spaces}{joiners[i - 1]}{spaces}"
+                if i - 1 == gap:
+                    position = len(text) + 1
+                    text += f"{stray}{spaces}"
+            text += clause
+        with pytest.raises(WhereSyntaxError) as e:
+            spi.parse_where(text, SPEC)
+        assert e.value.position == position, text
 
     @pytest.mark.parametrize(
         "text",
@@ -196,7 +271,16 @@ class TestPlanner:
 
     def test_key_prefix_for_first_key_column(self) -> None:
         text = self.plan((col("region") == "eu") & (col("status") == "x"))
-        assert "primary key" in text and "('eu',)" in text
+        assert "read primary key of 'orders' in [region=eu, region=eu]" in text  # keys as words, no Python
+
+    def test_explain_writes_values_as_where_literals(self) -> None:
+        assert "status in ('a', 'it''s')" in self.plan(col("status").isin(["a", "it's"]))
+        spec = spi.TableSpec("t", [("k", "long"), ("b", "bytes")], ["k"], ["b"])
+        bound = spi.filters.bind(col("b") >= b"\x00\x01", spec)
+        text = plan_scan(spec, ResolvedRange.everything(), bound, ordered=False).describe(spec)
+        assert "b >= 'b64:AAE='" in text
+        assert str(col("b") == b"\x00\x01") == "b = 'b64:AAE='"  # reads back through parse_where
+        assert spi.parse_where(str(col("b") == b"\x00\x01"), spec) == Compare("b", "==", b"\x00\x01")
 
     def test_range_on_index_used_when_order_free(self) -> None:
         assert "read index" not in self.plan(col("status") > "m")
@@ -211,9 +295,63 @@ class TestPlanner:
 def test_parse_word() -> None:
     assert parse_word(SPEC, "ts", "2024-05-01") == dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
     assert parse_word(SPEC, "b", "b64:AAE") == b"\x00\x01"
-    assert parse_word(SPEC, "s", "null") == "null"
+    assert parse_word(SPEC, "s", "null") is None
     assert parse_word(SPEC, "d", "null") is None
     with pytest.raises(InvalidFieldError):
         parse_word(SPEC, "k", "null")
     with pytest.raises(InvalidFieldError):
         parse_word(SPEC, "flag", "yes")
+
+
+def test_every_public_name_of_spi_resolves_lazily() -> None:
+    """``import spi`` loads no submodule; each name of ``spi.__all__`` resolves on use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, spi\n"
+        "assert not [m for m in sys.modules if m.startswith('spi.')], sorted(sys.modules)\n"
+        "missing = [n for n in spi.__all__ if getattr(spi, n, None) is None]\n"
+        "assert not missing, missing\n"
+        "assert spi.errors.KvError is spi.KvError and 'parse_where' in dir(spi)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_null_words_in_a_string_key_are_text() -> None:
+    spec = spi.TableSpec("t", [("name", "string"), ("note", "string")], ["name"])
+    assert parse_word(spec, "name", "null") == "null"
+    assert parse_word(spec, "note", "null") is None
+
+
+def test_parse_field() -> None:
+    spec = spi.TableSpec("t", [("name", "string"), ("k", "long"), ("n", "int"), ("s", "string")], ["name", "k"])
+    assert parse_field(spec, "s", "") == "" and parse_field(spec, "s", "null") == "null"
+    assert parse_field(spec, "n", "") is None
+    assert parse_field(spec, "n", "433.0") == 433 and parse_field(spec, "k", "-12.000") == -12
+    for column, text in (("name", ""), ("k", ""), ("n", "433.5"), ("n", "1e3"), ("n", "null"), ("n", "433.")):
+        with pytest.raises(InvalidFieldError) as e:
+            parse_field(spec, column, text)
+        assert e.value.column == column
+
+
+def test_keys_read_as_command_line_words() -> None:
+    spec = spi.TableSpec(
+        "t",
+        [("s", "string"), ("k", "long"), ("ts", "timestamp"), ("b", "bytes"), ("f", "bool")],
+        ["s", "k", "ts", "b", "f"],
+    )
+    key = ("a b", -3, dt.datetime(2024, 5, 1, tzinfo=dt.UTC), b"\x00\x01", False)
+    assert key_words(spec, key) == "'s=a b' k=-3 ts=2024-05-01T00:00:00+00:00 b=b64:AAE= f=false"
+    assert key_words(spec, ("it's", 1, key[2], b"", True)).startswith("'s=it'\"'\"'s' k=1 ")
+    for column, value in zip(spec.primary_key, key):
+        assert parse_word(spec, column, to_word(value)) == value  # the words read back
+
+
+def test_schema_messages_speak_no_python() -> None:
+    old = spi.TableSpec("t", [("a", "long"), ("b", "long")], ["a", "b"])
+    with pytest.raises(spi.IncompatibleSchemaError, match=r"from \(a, b\) to \(b, a\)"):
+        plan_schema_change(old, spi.TableSpec("t", [("a", "long"), ("b", "long")], ["b", "a"]))
+    with pytest.raises(SchemaError, match=r'got \{"name": "a"\}'):
+        spi.TableSpec.from_dict({"name": "t", "fields": [{"name": "a"}], "primary_key": ["a"]})

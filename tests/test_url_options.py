@@ -25,7 +25,12 @@ _BAD = [
     [("memory", q, m) for q, m in _BAD]
     + [("rocksdb", q, m) for q, m in _BAD]
     # PostgreSQL hands options it does not know to libpq, so only its own are checked here.
-    + [("postgres", "schema=1x", "schema name '1x' is invalid"), ("postgres", "pool_size=-1", "pool_size")],
+    + [("postgres", "schema=1x", "schema name '1x' is invalid"), ("postgres", "pool_size=-1", "pool_size")]
+    + [
+        ("postgres", f"{option}={value}", f"{option} must be a non-negative number of seconds, got '{value}'")
+        for option in ("connect_timeout", "statement_timeout")
+        for value in ("-1", "abc", "nan", "inf")
+    ],
 )
 def test_bad_options_are_url_errors(provider: str, query: str, message: str, tmp_path: Path) -> None:
     with pytest.raises(spi.UrlError) as info:
@@ -70,3 +75,43 @@ def test_postgres_password_with_url_characters(password: str) -> None:
     settings = parse_url(url.replace("&pool_size=x", ""))
     assert settings.schema == "other"
     assert password not in settings.masked and settings.masked.startswith("postgresql+psycopg://kv:***@127.0.0.1")
+
+
+def test_postgres_timeouts_default_to_5_s_to_connect_and_the_server_s_statement_timeout() -> None:
+    from providers.postgres.url import parse_url
+
+    settings = parse_url("postgresql+psycopg://kv@127.0.0.1:9/kv")
+    assert settings.connect_timeout == 5
+    assert settings.connect_args["connect_timeout"] == settings.libpq["connect_timeout"] == 5
+    assert "statement_timeout" not in settings.connect_args["options"]  # the server's (or role's) setting holds
+    assert "options" not in settings.libpq
+
+
+@pytest.mark.parametrize(
+    ("query", "connect", "statement"),
+    [
+        ("connect_timeout=10&statement_timeout=30", 10, "-c statement_timeout=30000"),
+        ("connect_timeout=2.5&statement_timeout=1.5", 3, "-c statement_timeout=1500"),
+        ("connect_timeout=1&statement_timeout=0.0001", 2, "-c statement_timeout=1"),  # libpq waits at least 2 s
+        ("connect_timeout=0&statement_timeout=0", 0, "-c statement_timeout=0"),  # 0: no limit (also on the server)
+    ],
+)
+def test_postgres_timeouts_reach_libpq_and_the_session(query: str, connect: int, statement: str) -> None:
+    from providers.postgres.arrow import conninfo
+    from providers.postgres.url import parse_url
+
+    settings = parse_url(f"postgresql+psycopg://kv@127.0.0.1:9/kv?{query}&options=-c%20work_mem%3D64MB")
+    assert settings.connect_timeout == settings.connect_args["connect_timeout"] == connect
+    session = settings.connect_args["options"]
+    assert session.startswith(f"-c work_mem=64MB {statement} ")  # the user's options first, then kvctl's
+    assert f"connect_timeout='{connect}'" in conninfo(settings)  # the Arrow scans' connections too
+    assert statement in conninfo(settings)
+
+
+def test_postgres_keepalives_are_on_and_overridable() -> None:
+    from providers.postgres.url import KEEPALIVES, parse_url
+
+    settings = parse_url("postgresql+psycopg://kv@127.0.0.1:9/kv?keepalives_idle=60")
+    assert settings.connect_args["keepalives_idle"] == "60"
+    for name, value in KEEPALIVES.items():
+        assert settings.libpq[name] == (value if name != "keepalives_idle" else "60")

@@ -1,30 +1,50 @@
-"""The kvctl commands, one module per group; each module has ``register(app)``.
+"""The kvctl commands, one module per group, loaded only when run.
 
-To add commands (e.g. the Spark export/import), write a module with a
-``register(app: typer.Typer) -> None`` function and list it here. Keep heavy
-imports (pyspark...) inside the command functions: every module listed here is
-imported on each kvctl start. A group of subcommands (``kvctl NAME SUB``) is made
-with :func:`kvctl.groups.sub_app`.
+:data:`COMMANDS` maps each top-level command name to the module whose
+``register(app: typer.Typer) -> None`` adds it; ``kvctl get`` imports only
+:mod:`kvctl.commands.rows` (and ``kvctl --help`` all of them). To add commands,
+write a module with ``register`` and list its command names here, in the order
+``kvctl --help`` shows them (tests/test_cli_process.py checks the map against
+what each module registers). Keep heavy imports (pyspark...) inside the command
+functions. A group of subcommands (``kvctl NAME SUB``) is made with
+:func:`kvctl.groups.sub_app`.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import typer
 
-COMMAND_MODULES = (
-    "kvctl.commands.info",
-    "kvctl.commands.table",
-    "kvctl.commands.rows",
-    "kvctl.commands.scan",
-    "kvctl.commands.txn",
-    "kvctl.commands.transfer",
-    "kvctl.commands.migrate",
-)
+COMMANDS: dict[str, str] = {
+    "providers": "kvctl.commands.info",
+    "dashboard": "kvctl.commands.info",
+    "config": "kvctl.commands.info",
+    "table": "kvctl.commands.table",
+    "put": "kvctl.commands.rows",
+    "get": "kvctl.commands.rows",
+    "delete": "kvctl.commands.rows",
+    "update": "kvctl.commands.rows",
+    "incr": "kvctl.commands.rows",
+    "cas": "kvctl.commands.rows",
+    "scan": "kvctl.commands.scan",
+    "count": "kvctl.commands.scan",
+    "txn": "kvctl.commands.txn",
+    "export": "kvctl.commands.transfer",
+    "import": "kvctl.commands.transfer",
+    "migrate": "kvctl.commands.migrate",
+}
+"""Top-level command name → the module that registers it."""
 
 
-def register_all(app: typer.Typer) -> None:
-    """Register every command module's commands on ``app``."""
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(app)
+def module_commands(module: str) -> dict[str, Any]:
+    """The click commands (and groups) the command module ``module`` registers, by name."""
+    app = typer.Typer()
+    importlib.import_module(module).register(app)
+    return dict(typer.main.get_group(app).commands)
+
+
+def load_command(name: str) -> Any:
+    """The click command ``name`` (a key of :data:`COMMANDS`), its module imported now."""
+    return module_commands(COMMANDS[name])[name]

@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 import typer
 
-from kvctl import options
+from kvctl import config, options
 from kvctl.completion import complete_table
-from kvctl.groups import sub_app
+from kvctl.groups import Command, sub_app
 from kvctl.output import print_rows
 from kvctl.state import get_state
 
@@ -30,20 +30,35 @@ def providers(ctx: typer.Context, output: options.Output = None) -> None:
     print_rows(get_state(ctx).output_format(output), ["scheme", "class", "found_by", "capabilities"], rows)
 
 
-@config_app.command("show")
+@config_app.command("show", cls=Command)
 def config_show(ctx: typer.Context, output: options.Output = None) -> None:
-    """Print the provider URL (password masked), the profile, the config file, and where each came from."""
-    settings = get_state(ctx).settings()
+    """Print the provider URL, the profile and the config file with where each came from,
+    then every profile of the file. Passwords show as ***; an unset password_env
+    variable shows as missing."""
+    from spi import mask_password
+
+    state = get_state(ctx)
+    settings = config.resolve(url=state.url, profile=state.profile, config=state.config_file, need_password=False)
+    path = settings.config_file
+    profiles = {} if path is None else config.all_profiles(path)  # a bad file fails before anything is printed
     rows: list[dict[str, Any]] = [
         {"setting": "url", "value": settings.masked_url, "source": settings.url_source},
         {"setting": "profile", "value": settings.profile, "source": settings.profile_source},
-        {
-            "setting": "config_file",
-            "value": None if settings.config_file is None else str(settings.config_file),
-            "source": settings.config_source,
-        },
     ]
-    print_rows(get_state(ctx).output_format(output), ["setting", "value", "source"], rows)
+    if settings.password_env is not None:
+        rows.append(_password_row("password", settings.password_env, settings.password_missing))
+    rows.append(
+        {"setting": "config_file", "value": None if path is None else str(path), "source": settings.config_source}
+    )
+    for name, profile in profiles.items():
+        rows.append({"setting": f"profiles.{name}.url", "value": mask_password(profile.url), "source": f"file {path}"})
+        if profile.password_env is not None:
+            rows.append(_password_row(f"profiles.{name}.password", profile.password_env, profile.password_missing))
+    print_rows(state.output_format(output), ["setting", "value", "source"], rows)
+
+
+def _password_row(setting: str, variable: str, missing: bool) -> dict[str, Any]:
+    return {"setting": setting, "value": "missing" if missing else "***", "source": f"env {variable}"}
 
 
 def dashboard(
@@ -55,11 +70,19 @@ def dashboard(
     """Open the Textual dashboard on the resolved provider: browse, filter, edit, manage tables."""
     from kvctl.tui import run_dashboard  # textual is imported only here
 
-    run_dashboard(get_state(ctx).settings(), table)
+    state = get_state(ctx)
+    # Opened and first used here, not in the dashboard, so that a store that does not
+    # exist (or a server that is down) is an error line before the screen takes over.
+    provider = state.provider(create=False)
+    if table is None:
+        provider.admin.list_tables()
+    else:
+        provider.admin.get_spec(table)  # a table that does not exist: exit 1 before the screen
+    run_dashboard(state.settings(), table, provider=provider)
 
 
 def register(app: typer.Typer) -> None:
     """Add ``providers``, ``config`` and ``dashboard`` to ``app``."""
-    app.command()(providers)
-    app.command()(dashboard)
+    app.command(cls=Command)(providers)
+    app.command(cls=Command)(dashboard)
     app.add_typer(config_app, name="config")

@@ -9,6 +9,7 @@ import typer
 
 from kvctl import options
 from kvctl.errors import CliError, NotDone
+from kvctl.groups import Command
 from kvctl.output import print_rows
 from kvctl.state import get_state
 
@@ -36,11 +37,11 @@ def migrate(
                     "state": s.state + (" (file modified since)" if s.modified else ""),
                     "applied_at": s.applied_at,
                 }
-                for s in migration_status(state.provider(), found)
+                for s in migration_status(state.provider(create=False), found)
             ]
             print_rows(state.output_format(output), ["version", "description", "state", "applied_at"], rows)
             return
-        applied = apply_migrations(state.provider(), found, target=to)
+        applied = apply_migrations(state.provider(create=True), found, target=to)
     except MigrationFileError as exc:
         raise CliError(str(exc)) from None
     except MigrationStateError as exc:
@@ -53,4 +54,4 @@ def migrate(
 
 def register(app: typer.Typer) -> None:
     """Add ``migrate`` to ``app``."""
-    app.command()(migrate)
+    app.command(cls=Command)(migrate)

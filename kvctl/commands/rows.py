@@ -6,14 +6,16 @@ from typing import Annotated, Any
 
 import typer
 
-from kvctl import bulk, options
+import spi
+from kvctl import options
 from kvctl.common import json_object, open_table, parse_columns, parse_where, typed_values
 from kvctl.completion import complete_column_word
 from kvctl.errors import CliError, NotDone
+from kvctl.groups import Command
 from kvctl.keys import build_range, parse_assignments, parse_key
 from kvctl.output import RowPrinter, print_value
 from kvctl.state import get_state
-from spi.textvalues import parse_word
+from spi.textvalues import key_words, parse_word
 from spi.validate import validate_row
 
 
@@ -47,7 +49,7 @@ def put(
         raise CliError("--format, --mode and --batch-size apply to --file")
     if if_absent and (replace or if_version is not None):
         raise CliError("--if-absent cannot be combined with --replace or --if-version")
-    handle, spec = open_table(ctx, table)
+    handle, spec = open_table(ctx, table, create=True)
     row = validate_row(spec, typed_values(spec, json_object(row_json or "", "ROW_JSON"), "ROW_JSON"))
     if if_absent:
         version = handle.insert(row)
@@ -62,10 +64,12 @@ def put(
 
 
 def _put_file(ctx: typer.Context, table: str, path: str, fmt: str | None, mode: str, batch_size: int) -> None:
+    from kvctl import bulk  # the file readers and the spool: only put --file needs them
+
     if mode not in ("upsert", "insert", "replace"):
         raise CliError(f"--mode must be upsert, insert or replace, not {mode!r}")
     bulk.check_batch_size(batch_size)
-    handle, spec = open_table(ctx, table)
+    handle, spec = open_table(ctx, table, create=True)
     spool = bulk.check(spec, path, fmt)
     try:
         update, finish = bulk.progress_bar(spool.count)
@@ -94,11 +98,12 @@ def get(
     output: options.Output = None,
 ) -> None:
     """Print one row. A missing row prints nothing on stdout and exits 1."""
-    handle, spec = open_table(ctx, table)
+    handle, spec = open_table(ctx, table, create=False)
     cols = parse_columns(spec, columns)
-    row = handle.read(parse_key(spec, key), columns=cols)
+    k = parse_key(spec, key)
+    row = handle.read(k, columns=cols)
     if row is None:
-        raise NotDone(f"no row with key {' '.join(key)} in {table!r}")
+        raise NotDone(f"no row with key {key_words(spec, [k[c] for c in spec.primary_key])} in {table!r}")
     values: dict[str, Any] = row.to_dict()
     if versions:
         values["_version"] = row.version
@@ -130,7 +135,7 @@ def delete(
         raise CliError("give either a key or range options (--prefix/--ge/--gt/--le/--lt/--where/--all), not both")
     if not key and not ranged:
         raise CliError("give the row's key (col=value ...) or a range (--prefix/--ge/--gt/--le/--lt/--where/--all)")
-    handle, spec = open_table(ctx, table)
+    handle, spec = open_table(ctx, table, create=True)
     if key:
         print_value(handle.delete(parse_key(spec, key), version=if_version))
         return
@@ -160,11 +165,17 @@ def update(
     output: options.Output = None,
 ) -> None:
     """Change columns of an existing row; prints the new version (missing row: exit 1)."""
-    handle, spec = open_table(ctx, table)
+    handle, spec = open_table(ctx, table, create=True)
     k = parse_key(spec, key)
     changes = parse_assignments(spec, set_)
     base = None if default is None else typed_values(spec, json_object(default, "--default"), "--default")
-    print_value(handle.update(k, changes, default=base, version=if_version))
+    try:
+        version = handle.update(k, changes, default=base, version=if_version)
+    except spi.RowNotFoundError as exc:
+        if base is not None or if_version is not None:
+            raise
+        raise NotDone(f"{exc}; add --default '{{}}' to create it") from None
+    print_value(version)
 
 
 def incr(
@@ -176,7 +187,7 @@ def incr(
     output: options.Output = None,
 ) -> None:
     """Add to a numeric column (a missing row or null counts as 0); prints the new value."""
-    handle, spec = open_table(ctx, table)
+    handle, spec = open_table(ctx, table, create=True)
     k = parse_key(spec, key)
     ftype = spec.type_of(column)
     try:
@@ -203,7 +214,7 @@ def cas(
     """Compare-and-swap one column: prints true (exit 0) or false (exit 1)."""
     if (expect is None) == (not expect_null):
         raise CliError("give exactly one of --expect VALUE or --expect-null")
-    handle, spec = open_table(ctx, table)
+    handle, spec = open_table(ctx, table, create=True)
     k = parse_key(spec, key)
     spec.type_of(column)
     expected = None if expect is None else parse_word(spec, column, expect)
@@ -215,9 +226,9 @@ def cas(
 
 def register(app: typer.Typer) -> None:
     """Add the row commands to ``app``."""
-    app.command()(put)
-    app.command()(get)
-    app.command()(delete)
-    app.command()(update)
-    app.command()(incr)
-    app.command()(cas)
+    app.command(cls=Command)(put)
+    app.command(cls=Command)(get)
+    app.command(cls=Command)(delete)
+    app.command(cls=Command)(update)
+    app.command(cls=Command)(incr)
+    app.command(cls=Command)(cas)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
 
+import spi
 from kvctl import options, paging
 from kvctl.common import open_table, parse_columns, parse_where
 from kvctl.completion import complete_column
 from kvctl.errors import CliError
-from kvctl.keys import build_range
+from kvctl.groups import Command
+from kvctl.keys import build_range, prefix_as_like
 from kvctl.output import RowPrinter, print_value
 from kvctl.state import get_state
+from spi.planner import check_order_by
 
 
 def scan(
@@ -50,15 +54,20 @@ def scan(
         raise CliError("--keys-only and --columns cannot be used together")
     if explain and count:
         raise CliError("--explain and --count cannot be used together")
-    handle, spec = open_table(ctx, table)
+    handle, spec = open_table(ctx, table, create=False)
     rng = build_range(spec, prefix=prefix, ge=ge, gt=gt, le=le, lt=lt)
     expr = parse_where(spec, where)
     cols: list[str] | None = [] if keys_only else parse_columns(spec, columns)
+    if not count:
+        _check_order_by(spec, order_by)
     if explain:
         print(handle.explain(rng, where=expr, order_by=order_by))
         return
     if count:
-        print_value(handle.count(rng, where=expr))
+        n = handle.count(rng, where=expr)
+        print_value(n)
+        if n == 0:
+            _prefix_hint(handle, spec, prefix, where, expr)
         return
     query: dict[str, Any] = {"where": expr, "order_by": order_by, "descending": desc, "columns": cols}
     pages = paging.Pages(lambda n, token: handle.scan_page(rng, limit=n, after=token, **query), wanted, after)
@@ -68,6 +77,19 @@ def scan(
         printer.add({**row.to_dict(), "_version": row.version} if versions else row)
     printer.close()
     paging.continue_hint(printer.count, pages.token)
+    if printer.count == 0 and after is None and limit != 0:
+        _prefix_hint(handle, spec, prefix, where, expr)
+
+
+def _check_order_by(spec: spi.TableSpec, order_by: str | None) -> None:
+    """``--order-by`` names a key or indexed column; else the error shows the command
+    that adds the index."""
+    try:
+        check_order_by(spec, order_by)
+    except spi.InvalidFieldError as exc:
+        if order_by is None or not spec.has_column(order_by):
+            raise
+        raise CliError(f"{exc}: kvctl table alter {spec.name} --add-index {order_by}") from None
 
 
 def count(
@@ -82,12 +104,30 @@ def count(
     output: options.Output = None,
 ) -> None:
     """Print how many rows are in the range and match --where."""
-    handle, spec = open_table(ctx, table)
+    handle, spec = open_table(ctx, table, create=False)
     rng = build_range(spec, prefix=prefix, ge=ge, gt=gt, le=le, lt=lt)
-    print_value(handle.count(rng, where=parse_where(spec, where)))
+    expr = parse_where(spec, where)
+    n = handle.count(rng, where=expr)
+    print_value(n)
+    if n == 0:
+        _prefix_hint(handle, spec, prefix, where, expr)
+
+
+def _prefix_hint(
+    handle: Any, spec: spi.TableSpec, prefix: list[str] | None, where: str | None, expr: spi.Expr | None
+) -> None:
+    """After an empty result: ``--prefix`` on a string column matches whole values; when
+    rows do start with the value, say on stderr which ``--where`` finds them."""
+    alt = prefix_as_like(spec, prefix, where) if prefix else None
+    if alt is None:
+        return
+    condition = alt.where if expr is None else expr & alt.where
+    if next(iter(handle.scan(alt.range, where=condition, limit=1, columns=[])), None) is None:
+        return
+    print(f"hint: {alt.hint}", file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:
     """Add scan and count to ``app``."""
-    app.command()(scan)
-    app.command()(count)
+    app.command(cls=Command)(scan)
+    app.command(cls=Command)(count)

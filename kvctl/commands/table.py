@@ -10,7 +10,7 @@ import typer
 from kvctl import options, specs
 from kvctl.completion import complete_column
 from kvctl.errors import CliError, NotDone
-from kvctl.groups import sub_app
+from kvctl.groups import Command, sub_app
 from kvctl.output import OutputFormat, print_document, print_rows
 from kvctl.state import get_state
 from spi.capabilities import Capability
@@ -20,10 +20,10 @@ app = sub_app("Create, inspect, change and drop tables.")
 SpecFile = Annotated[str | None, typer.Option("--spec", help="A spec file (JSON, or TOML by .toml suffix).")]
 
 
-@app.command()
+@app.command(cls=Command)
 def create(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The new table's name.")],
+    name: Annotated[str, typer.Argument(help="The new table's name.", callback=options.table_name)],
     spec: SpecFile = None,
     field: Annotated[list[str] | None, typer.Option("--field", help="col:type (repeat).")] = None,
     pk: Annotated[str | None, typer.Option("--pk", help="Key columns in order: a,b.")] = None,
@@ -33,31 +33,31 @@ def create(
     if spec is not None and (field or pk is not None or index):
         raise CliError("give either --spec FILE or --field/--pk/--index, not both")
     table_spec = specs.read_spec_file(spec, name) if spec else specs.from_options(name, field or [], pk, index or [])
-    get_state(ctx).provider().admin.create(table_spec)
+    get_state(ctx).provider(create=True).admin.create(table_spec)
     print(f"created table {name!r}", file=sys.stderr)
 
 
-@app.command("list")
+@app.command("list", cls=Command)
 def list_tables(
     ctx: typer.Context,
     counts: Annotated[bool, typer.Option("--counts", help="Add each table's row count.")] = False,
     output: options.Output = None,
 ) -> None:
     """List the tables, sorted by name."""
-    provider = get_state(ctx).provider()
+    provider = get_state(ctx).provider(create=False)
     names = provider.admin.list_tables()
     rows = ({"name": n, "rows": provider.table(n).count()} if counts else {"name": n} for n in names)
     print_rows(get_state(ctx).output_format(output), ["name", "rows"] if counts else ["name"], rows)
 
 
-@app.command()
+@app.command(cls=Command)
 def describe(
     ctx: typer.Context,
     name: options.Table,
     output: options.Output = None,
 ) -> None:
     """Show a table's spec (-o json prints the --spec file shape)."""
-    spec = get_state(ctx).provider().admin.get_spec(name)
+    spec = get_state(ctx).provider(create=False).admin.get_spec(name)
     fmt = get_state(ctx).output_format(output)
     if fmt in (OutputFormat.json, OutputFormat.ndjson):
         print_document(fmt, spec.to_dict())
@@ -74,7 +74,7 @@ def describe(
     print_rows(fmt, ["column", "type", "key", "indexed"], rows)
 
 
-@app.command()
+@app.command(cls=Command)
 def alter(
     ctx: typer.Context,
     name: options.Table,
@@ -93,7 +93,7 @@ def alter(
         raise CliError("give either --spec FILE or --add-field/--add-index/--drop-index, not both")
     if spec is None and not changes:
         raise CliError("nothing to change: give --spec FILE or --add-field/--add-index/--drop-index")
-    admin = get_state(ctx).provider().admin
+    admin = get_state(ctx).provider(create=True).admin
     if spec is not None:
         new = specs.read_spec_file(spec, name)
     else:
@@ -102,10 +102,10 @@ def alter(
     print(f"altered table {name!r}", file=sys.stderr)
 
 
-@app.command()
+@app.command(cls=Command)
 def verify(ctx: typer.Context, name: options.Table, output: options.Output = None) -> None:
     """Check a table's consistency (rows vs indexes); exit 1 if problems are found."""
-    provider = get_state(ctx).provider()
+    provider = get_state(ctx).provider(create=False)
     if Capability.VERIFY not in provider.capabilities:
         raise CliError(f"the provider at {provider.url} does not support verify")
     problems = provider.admin.verify(name)
@@ -115,12 +115,12 @@ def verify(ctx: typer.Context, name: options.Table, output: options.Output = Non
     print(f"table {name!r} is consistent", file=sys.stderr)
 
 
-@app.command()
+@app.command(cls=Command)
 def drop(ctx: typer.Context, name: options.Table, yes: options.Yes = False) -> None:
     """Drop a table and all its rows (needs --yes)."""
     if not yes:
         raise CliError(f"dropping {name!r} deletes all its rows; add --yes to confirm (nothing was dropped)")
-    get_state(ctx).provider().admin.drop(name)
+    get_state(ctx).provider(create=True).admin.drop(name)
     print(f"dropped table {name!r}", file=sys.stderr)
 
 

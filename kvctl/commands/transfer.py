@@ -18,6 +18,7 @@ import typer
 import spi
 from kvctl import options
 from kvctl.errors import CliError, NotDone
+from kvctl.groups import Command
 from kvctl.output import print_value
 from kvctl.spark.urls import check_url
 from kvctl.state import get_state
@@ -112,7 +113,7 @@ def export(
         raise CliError(f"--partitions must be a positive integer, got {partitions}")
     state = get_state(ctx)
     url = check_url(state.settings().url)
-    spec = state.provider().admin.get_spec(table)
+    spec = state.provider(create=False).admin.get_spec(table)
     if where is not None:
         spi.parse_where(where, spec)
     local = _local_path(out)
@@ -164,7 +165,7 @@ def import_(
         raise CliError("--pk needs at least one column name")
     state = get_state(ctx)
     url = check_url(state.settings().url)
-    admin = state.provider().admin
+    admin = state.provider(create=True).admin
     if create and admin.exists(table):
         raise spi.TableExistsError(f"table {table!r} already exists; import into it without --create")
     if not create and not admin.exists(table):
@@ -187,5 +188,5 @@ def import_(
 
 def register(app: typer.Typer) -> None:
     """Add the ``export`` and ``import`` commands."""
-    app.command("export")(export)
-    app.command("import")(import_)
+    app.command("export", cls=Command)(export)
+    app.command("import", cls=Command)(import_)

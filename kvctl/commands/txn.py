@@ -15,6 +15,7 @@ import spi
 from kvctl import options
 from kvctl.common import typed_values
 from kvctl.errors import NOT_DONE, CliError
+from kvctl.groups import Command
 from kvctl.output import OutputFormat, print_document
 from kvctl.state import get_state
 from spi.validate import validate_changes, validate_row
@@ -73,6 +74,10 @@ def _check_shape(i: int, op: Any) -> None:
         raise CliError(f"op {i} ({op['op']}): unknown key(s) {', '.join(sorted(keys - required - optional))}")
     if not isinstance(op["table"], str):
         raise CliError(f'op {i}: "table" must be a string')
+    try:
+        options.table_name(op["table"])
+    except spi.SchemaError as exc:
+        raise CliError(f"op {i}: {exc}") from None
     for name in ("row", "key", "set", "default"):
         if name in op and not isinstance(op[name], dict):
             raise CliError(f"op {i}: {name!r} must be a JSON object")
@@ -127,7 +132,7 @@ def txn(
     """
     fmt = get_state(ctx).output_format(output)
     ops = read_document(file)
-    provider = get_state(ctx).provider()
+    provider = get_state(ctx).provider(create=True)
     specs: dict[str, spi.TableSpec] = {}
     prepared: list[Op] = []
     for i, op in enumerate(ops):
@@ -168,4 +173,4 @@ def _failed(fmt: OutputFormat, index: int, cause: Exception) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``txn`` to ``app``."""
-    app.command()(txn)
+    app.command(cls=Command)(txn)

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from spi import FieldType, InvalidFieldError, KvError, TableSpec
-from spi.textvalues import from_json_value, parse_field
+from spi.textvalues import from_json_value, key_words, parse_field
 from spi.validate import validate_row
 
 Converter = Callable[[Any], Any]
@@ -60,14 +60,14 @@ def batch_rows(spec: TableSpec, batch: pa.RecordBatch, text_rules: str = "json")
     converters = [_converter(spec, name, field.type, text_rules) for name, field in zip(names, batch.schema)]
 
     def key_note(row: int) -> str:
-        parts = []
+        key = []
         for k in spec.primary_key:
             i = names.index(k)
             value, convert = raw[i][row], converters[i]
             with contextlib.suppress(KvError):
                 value = value if convert is None else convert(value)
-            parts.append(f"{k}={value!r}")
-        return f" (row with key {', '.join(parts)})"
+            key.append(value)
+        return f" (row with key {key_words(spec, key)})"
 
     columns: list[list[Any]] = []
     for values, convert in zip(raw, converters):
@@ -100,8 +100,7 @@ def check_batches(spec: TableSpec, batches: Iterable[pa.RecordBatch], text_rules
             try:
                 validate_row(spec, row)
             except KvError as exc:
-                keys = ", ".join(f"{k}={row.get(k)!r}" for k in spec.primary_key)
-                exc.args = (f"{exc} (row with key {keys})",)
+                exc.args = (f"{exc} (row with key {key_words(spec, [row.get(k) for k in spec.primary_key])})",)
                 raise
             n += 1
     return n

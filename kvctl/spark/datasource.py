@@ -97,7 +97,8 @@ class KvctlDataSource(DataSource):
         return NAME
 
     def _read_spec(self) -> spi.TableSpec:
-        with spi.connect(self.url) as p:
+        # The table must exist, so the store must too: a misspelt URL is an error, not a new store.
+        with spi.connect(self.url, create=False) as p:
             return p.admin.get_spec(self.table)
 
     def _spec(self) -> spi.TableSpec:
@@ -171,7 +172,7 @@ class KvctlReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:  # type: ignore[override]
         """``table.split(n)`` on the driver, one task per range."""
         spec = spi.TableSpec.from_json(self.spec_json)
-        with spi.connect(self.url) as p:
+        with spi.connect(self.url, create=False) as p:
             ranges = p.table(spec.name).split(self.n)
         freeze_loaded_modules()
         out: list[InputPartition] = []
@@ -192,7 +193,7 @@ class KvctlReader(DataSourceReader):
         schema = spi_arrow_schema(spec)
         where = spi.parse_where(self.where, spec) if self.where else None
         rng = partition.range()
-        with spi.connect(self.url) as p:
+        with spi.connect(self.url, create=False) as p:
             for batch in p.table(spec.name).scan_arrow(rng, where=where, batch_size=self.batch_rows):
                 if batch.schema != schema:
                     batch = batch.cast(schema)

@@ -167,7 +167,7 @@ def export_table(
     _check_choice(mode, EXPORT_MODES, "mode")
     if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
         raise spi.InvalidFieldError(f"partitions must be a positive integer, got {partitions!r}")
-    with spi.connect(url) as p:
+    with spi.connect(url, create=False) as p:
         spec = p.admin.get_spec(table)
     if where:
         spi.parse_where(where, spec)

@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import spi
     from kvctl.config import Settings
 
 
-def run_dashboard(settings: Settings, table: str | None = None) -> None:
+def run_dashboard(settings: Settings, table: str | None = None, provider: spi.Provider | None = None) -> None:
     """Open the dashboard on the resolved provider (blocks until it quits); ``table``
-    opens straight on that table's rows."""
+    opens straight on that table's rows; ``provider`` is the provider already connected
+    (else the dashboard connects when it starts)."""
     from kvctl.tui.app import DashboardApp
     from kvctl.tui.history import FilterHistory
     from kvctl.tui.session import Session, history_file
 
-    DashboardApp(Session.from_settings(settings), table=table, history=FilterHistory(history_file())).run()
+    session = Session.from_settings(settings, provider=provider)
+    DashboardApp(session, table=table, history=FilterHistory(history_file())).run()

@@ -32,6 +32,9 @@ class _MemorySession(StoreSession):
         data = self._store.data
         return map(data.__getitem__, data.irange(lo, hi, inclusive=(True, False), reverse=reverse))
 
+    def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
+        return self._store.data.irange(lo, hi, inclusive=(True, False))  # type: ignore[no-any-return]
+
     def commit(self, range_deletes: list[tuple[bytes, bytes]], keys: list[bytes], values: list[bytes | None]) -> None:
         data = self._store.data
         for lo, hi in range_deletes:
@@ -46,12 +49,20 @@ class _MemorySession(StoreSession):
     def release(self) -> None:
         self._store.lock.release()
 
+    def generation(self) -> int:
+        # Only this process's sessions write a memory store.
+        return self._store.generation
+
+    def advance_generation(self) -> None:
+        self._store.generation += 1
+
 
 class MemoryStore(OrderedStore):
     """A process-local sorted map with one exclusive session at a time."""
 
     def __init__(self, busy_timeout: float) -> None:
         self.data: SortedDict = SortedDict()
+        self.generation = 0
         self.lock = ExclusiveLock("the memory:// store")
         self._busy_timeout = busy_timeout
 
@@ -72,8 +83,9 @@ class MemoryProvider(KvProvider):
     )
 
     @classmethod
-    def from_url(cls, url: str) -> MemoryProvider:
-        """Open ``memory://`` (no host or path allowed)."""
+    def from_url(cls, url: str, *, create: bool = True) -> MemoryProvider:
+        """Open ``memory://`` (no host or path allowed). ``create`` changes nothing:
+        every connection is a new, empty store of its own, with nothing to create."""
         parts = urlsplit(url)
         if parts.netloc or parts.path not in ("", "/"):
             raise UrlError(f"memory URLs take no host or path: use memory://, not {url!r}")

@@ -144,7 +144,7 @@ class PgAdmin(Admin):
             if columns.get(VERSION) != "BIGINT":
                 problems.append(f"version column {VERSION!r} is missing or not bigint")
             if key != list(spec.primary_key):
-                problems.append(f"primary key is {key}, expected {list(spec.primary_key)}")
+                problems.append(f"primary key is ({', '.join(key)}), expected ({', '.join(spec.primary_key)})")
             for index in expected.indexes:
                 if str(index.name) not in indexes:
                     problems.append(f"index {index.name!r} is missing")

@@ -15,6 +15,7 @@ from providers.postgres.errors import wrapped
 from providers.postgres.schema import catalog_table
 from providers.postgres.statements import ReadStatement, TableSql
 from providers.postgres.url import PgSettings
+from providers.postgres.watchdog import Watchdog
 from spi.errors import KvError
 from spi.spec import TableSpec
 
@@ -28,11 +29,14 @@ class PgDatabase:
     point-read statements of the tables in use, and each thread's auto-commit
     connection for those reads."""
 
-    def __init__(self, settings: PgSettings, secret: str | None) -> None:
+    def __init__(self, settings: PgSettings, secret: str | None, *, create: bool = True) -> None:
         self.url = settings.masked
         self.schema = settings.schema
         self.secret = secret
+        self.create = create
+        """Whether the first transaction may create the schema and catalog (else: UrlError)."""
         self._settings = settings
+        self._watchdog = Watchdog(lambda: self.arrow_conninfo, settings.connect_timeout, self.url)
         self.engine = self._make_engine(isolation_level="SERIALIZABLE", pool_pre_ping=True)
         self.dialect = self.engine.dialect
         self.catalog = catalog_table(self.schema)
@@ -46,9 +50,14 @@ class PgDatabase:
         self._closed = False
 
     def _make_engine(self, **options: Any) -> sa.Engine:
-        return sa.create_engine(
+        engine = sa.create_engine(
             self._settings.sa_url, connect_args=self._settings.connect_args, **self._settings.pool, **options
         )
+        sa.event.listen(engine, "connect", self._connected)
+        return engine
+
+    def _connected(self, conn: psycopg.Connection[Any], _record: Any) -> None:
+        self._watchdog.watch(conn)
 
     @functools.cached_property
     def arrow_conninfo(self) -> str:
@@ -57,7 +66,7 @@ class PgDatabase:
 
     def errors(self) -> AbstractContextManager[None]:
         """A context turning driver errors into :mod:`spi.errors` (password masked)."""
-        return wrapped(self.url, self.secret)
+        return wrapped(self.url, self.secret, self._watchdog.verdict)
 
     def check_open(self) -> None:
         """Raise :class:`KvError` once the provider is closed."""
@@ -130,6 +139,7 @@ class PgDatabase:
                 held, self._held = self._held, []
             for fairy in held:
                 fairy.close()
+            self._watchdog.close()
             self.engine.dispose()
             if self._autocommit_engine is not None:
                 self._autocommit_engine.dispose()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from spi.errors import (
@@ -56,6 +56,9 @@ def translate(exc: BaseException, where: str, secret: str | None = None) -> KvEr
         return LimitExceededError(f"value too large for PostgreSQL on {where}: {limit}")
     if state is not None and state.startswith("22"):
         return InvalidFieldError(f"value rejected by {where}: {reason}")
+    if state == "57014":
+        # query_canceled: a statement_timeout (the URL's or the server's) or an administrator
+        return ProviderUnavailableError(f"PostgreSQL at {where} cancelled the statement: {reason}")
     if state is not None and state.startswith(_UNAVAILABLE_CLASSES):
         return ProviderUnavailableError(f"PostgreSQL at {where} is unavailable: {reason}")
     orig = getattr(exc, "orig", None) or exc
@@ -67,12 +70,17 @@ def translate(exc: BaseException, where: str, secret: str | None = None) -> KvEr
 
 
 @contextmanager
-def wrapped(where: str, secret: str | None = None) -> Iterator[None]:
-    """Re-raise driver and SQLAlchemy exceptions as :mod:`spi.errors`."""
+def wrapped(where: str, secret: str | None = None, verdict: Callable[[], str | None] | None = None) -> Iterator[None]:
+    """Re-raise driver and SQLAlchemy exceptions as :mod:`spi.errors`; ``verdict`` gives
+    the reason connections were cut, if they were: it replaces the driver's text of a
+    lost connection (an error without SQLSTATE)."""
     import psycopg
     import sqlalchemy.exc as sa_exc
 
     try:
         yield
     except (sa_exc.SQLAlchemyError, psycopg.Error) as exc:
-        raise translate(exc, where, secret) from None
+        error = translate(exc, where, secret)
+        lost = verdict is not None and isinstance(error, ProviderUnavailableError) and _sqlstate(exc) is None
+        reason = verdict() if lost and verdict is not None else None
+        raise (ProviderUnavailableError(reason) if reason else error) from None

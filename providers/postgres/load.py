@@ -4,7 +4,8 @@ arithmetic as one upsert/insert/replace per row.
 
 A batch whose key range holds no rows yet is copied straight into the table (every
 row is new: version 1). Otherwise it goes through a temporary table. A batch with a
-key twice keeps the sequential per-row path, so later rows see earlier ones.
+key twice keeps the sequential per-row path, so later rows see earlier ones. Both
+COPYs send the batch's tuples as they are (values, then version 1).
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from providers.postgres.batch import LoadBatch
 from providers.postgres.schema import VERSION
 from providers.postgres.session import PgSession
 from providers.postgres.sql import range_condition
-from spi.errors import RowExistsError
-from spi.keys import ResolvedRange, key_of
+from spi.errors import KvError, RowExistsError
+from spi.keys import ResolvedRange
 from spi.spec import TableSpec
+from spi.textvalues import key_words
 from spi.types import FieldType
+from spi.validate import validate_row
 
 COPY_TYPES = {
     FieldType.INT: "int4",
@@ -34,33 +38,39 @@ COPY_TYPES = {
     FieldType.TIMESTAMP: "timestamptz",
 }
 """PostgreSQL type of each field type for binary COPY."""
-POSITION = "kv_pos"
 
 
 def load_batch(
     tx: PgSession,
     spec: TableSpec,
     target: sa.Table,
-    rows: list[dict[str, Any]],
+    batch: LoadBatch,
     mode: str,
     sequential: Callable[[list[dict[str, Any]], str], None],
 ) -> None:
-    """Write a batch of validated rows into ``target`` exactly like one write per row,
-    in bulk (``sequential`` writes a batch that repeats a key row by row)."""
-    keys = [key_of(spec, r) for r in rows]
+    """Write a validated batch into ``target`` exactly like one write per row, in bulk
+    (``sequential`` writes a batch that repeats a key row by row)."""
+    if batch.spec is not spec and (batch.spec != spec or batch.spec.columns != spec.columns):
+        batch = _revalidated(spec, batch)
+    keys = batch.keys()
     if len(set(keys)) < len(keys):
-        sequential(rows, mode)
+        sequential(batch.dicts(), mode)
         return
-    every = spec.columns
-    groups: dict[tuple[str, ...], list[int]] = {}
-    if mode == "upsert":
-        for i, r in enumerate(rows):
-            given = every if len(r) == len(every) else tuple(c for c in every if c in r)
-            groups.setdefault(given, []).append(i)
-    else:
-        groups[every] = list(range(len(rows)))
-    for columns, positions in groups.items():
-        _load_group(tx, spec, target, columns, [rows[i] for i in positions], [keys[i] for i in positions], mode)
+    for columns, positions, rows in batch.groups(mode):
+        group_keys = keys if len(positions) == len(keys) else [keys[i] for i in positions]
+        _load_group(tx, spec, target, columns, rows, batch, group_keys, mode)
+
+
+def _revalidated(spec: TableSpec, batch: LoadBatch) -> LoadBatch:
+    """A batch prepared for another spec (the table changed since), validated anew."""
+    rows: list[Any] = []
+    for i, row in enumerate(batch.dicts()):
+        try:
+            rows.append(validate_row(spec, row))
+        except KvError as exc:
+            exc.row_index = i
+            raise
+    return LoadBatch(spec, rows)
 
 
 def _load_group(
@@ -68,45 +78,25 @@ def _load_group(
     spec: TableSpec,
     target: sa.Table,
     columns: tuple[str, ...],
-    rows: list[dict[str, Any]],
-    keys: list[tuple[Any, ...]],
+    rows: list[tuple[Any, ...]],
+    batch: LoadBatch,
+    keys: list[Any],
     mode: str,
 ) -> None:
-    span = ResolvedRange(min(keys), True, max(keys), True)
+    span = ResolvedRange(batch.key_tuple(min(keys)), True, batch.key_tuple(max(keys)), True)
     occupied = tx.execute(
         sa.select(sa.literal(1)).select_from(target).where(*range_condition(target, spec, span)).limit(1)
     )
+    types = [*(COPY_TYPES[spec.type_of(c)] for c in columns), "int8"]
     if occupied.first() is None:
         # No row in the batch's key range: every row is an insert at version 1.
-        _copy(
-            tx,
-            target.schema,
-            target.name,
-            [*columns, VERSION],
-            [*(COPY_TYPES[spec.type_of(c)] for c in columns), "int8"],
-            ((*map(r.get, columns), 1) for r in rows),
-        )
+        _copy(tx, target.schema, target.name, [*columns, VERSION], types, rows)
         return
     temp = _temp_table(tx, target, columns)
-    _copy(
-        tx,
-        None,
-        temp.name,
-        [POSITION, *columns],
-        ["int8", *(COPY_TYPES[spec.type_of(c)] for c in columns)],
-        ((i, *map(r.get, columns)) for i, r in enumerate(rows)),
-    )
+    _copy(tx, None, temp.name, [*columns, VERSION], types, rows)
     if mode == "insert":
-        clash = tx.execute(
-            sa.select(temp.c[POSITION])
-            .join(target, sa.and_(*(temp.c[k] == target.c[k] for k in spec.primary_key)))
-            .order_by(temp.c[POSITION])
-            .limit(1)
-        ).first()
-        if clash is not None:
-            key = keys[clash[0]]
-            raise RowExistsError(f"a row with key {key!r} already exists in {spec.name!r}", key=key)
-    select = sa.select(*(temp.c[c] for c in columns), sa.literal(1, sa.BigInteger))
+        _refuse_existing(tx, spec, target, temp, batch, keys)
+    select = sa.select(*(temp.c[c] for c in columns), temp.c[VERSION])
     stmt = pg_insert(target).from_select([*columns, VERSION], select)
     if mode != "insert":
         changed = columns if mode == "upsert" else spec.columns
@@ -116,12 +106,26 @@ def _load_group(
     tx.execute(stmt)
 
 
+def _refuse_existing(
+    tx: PgSession, spec: TableSpec, target: sa.Table, temp: sa.Table, batch: LoadBatch, keys: list[Any]
+) -> None:
+    """Raise :class:`RowExistsError` for the first row (in input order) whose key is taken."""
+    key_columns = [temp.c[k] for k in spec.primary_key]
+    on_key = sa.and_(*(temp.c[k] == target.c[k] for k in spec.primary_key))
+    cursor = tx.query(sa.select(*key_columns).join(target, on_key))
+    with tx.errors():
+        taken = set(cursor.fetchall())  # binary: values exactly as validated (real too)
+    cursor.close()
+    if taken:
+        key = next(batch.key_tuple(k) for k in keys if batch.key_tuple(k) in taken)
+        raise RowExistsError(f"a row with key {key_words(spec, key)} already exists in {spec.name!r}", key=key)
+
+
 def _temp_table(tx: PgSession, target: sa.Table, columns: tuple[str, ...]) -> sa.Table:
     temp = sa.Table(
         tx.temp_name(),
         sa.MetaData(),
-        sa.Column(POSITION, sa.BigInteger),
-        *(sa.Column(target.c[c].name, target.c[c].type) for c in columns),
+        *(sa.Column(target.c[c].name, target.c[c].type) for c in (*columns, VERSION)),
         prefixes=["TEMPORARY"],
         postgresql_on_commit="DROP",
     )
@@ -129,7 +133,9 @@ def _temp_table(tx: PgSession, target: sa.Table, columns: tuple[str, ...]) -> sa
     return temp
 
 
-def _copy(tx: PgSession, schema: str | None, name: str, columns: list[str], types: list[str], rows: Any) -> None:
+def _copy(
+    tx: PgSession, schema: str | None, name: str, columns: list[str], types: list[str], rows: list[tuple[Any, ...]]
+) -> None:
     from psycopg import sql
 
     target = sql.Identifier(name) if schema is None else sql.Identifier(schema, name)
@@ -138,5 +144,6 @@ def _copy(tx: PgSession, schema: str | None, name: str, columns: list[str], type
     )
     with tx.errors(), tx.driver_connection().cursor() as cursor, cursor.copy(statement) as copy:
         copy.set_types(types)
+        write = copy.write_row
         for row in rows:
-            copy.write_row(row)
+            write(row)

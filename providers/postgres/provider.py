@@ -32,10 +32,10 @@ class PostgresProvider(ProviderBase):
         }
     )
 
-    def __init__(self, settings: PgSettings, secret: str | None) -> None:
+    def __init__(self, settings: PgSettings, secret: str | None, *, create: bool = True) -> None:
         super().__init__(settings.masked)
         self.schema = settings.schema
-        self._db = PgDatabase(settings, secret)
+        self._db = PgDatabase(settings, secret, create=create)
         self._admin = PgAdmin(self._db)
 
     @property
@@ -44,10 +44,14 @@ class PostgresProvider(ProviderBase):
         return self._db.arrow_conninfo
 
     @classmethod
-    def from_url(cls, url: str) -> PostgresProvider:
-        """Open ``postgresql+psycopg://user:pw@host:port/db?schema=NAME`` (connects lazily)."""
+    def from_url(cls, url: str, *, create: bool = True) -> PostgresProvider:
+        """Open ``postgresql+psycopg://user:pw@host:port/db?schema=NAME`` (connects lazily).
+
+        The first transaction creates the schema and kvctl's catalog in it if missing;
+        with ``create=False`` it raises :class:`UrlError` naming the schema instead.
+        """
         settings = parse_url(url)
-        return cls(settings, settings.sa_url.password)
+        return cls(settings, settings.sa_url.password, create=create)
 
     @property
     def admin(self) -> PgAdmin:

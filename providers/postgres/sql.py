@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from providers.postgres.schema import sql_type
 from spi.codec import decode_key, decode_nullable
-from spi.filters import And, Compare, Expr, In, IsNull, Like, Not, Or
+from spi.filters import And, Compare, Expr, In, IsNull, Like, Not, Or, like_prefix, string_successor
 from spi.keys import ResolvedRange
 from spi.spec import TableSpec
 
@@ -70,6 +70,24 @@ def like_pattern(pattern: str) -> str:
     return pattern
 
 
+def _like(table: sa.Table, expr: Like) -> Any:
+    """LIKE with its literal prefix spelled as a range (``c >= 'SE' AND c < 'SF'``), so
+    the key or an index serves it on every plan, generic plans of bound parameters
+    included; same results: the columns compare by code point (COLLATE "C")."""
+    column = table.c[expr.column]
+    like = like_prefix(expr.pattern)
+    if like.exact:
+        return column == _bind(table, expr.column, like.prefix)
+    match = column.like(_bind(table, expr.column, like_pattern(expr.pattern)))
+    if not like.prefix:
+        return match
+    conds = [column >= _bind(table, expr.column, like.prefix)]
+    successor = string_successor(like.prefix)
+    if successor is not None:
+        conds.append(column < _bind(table, expr.column, successor))
+    return sa.and_(*conds) if like.pure else sa.and_(*conds, match)
+
+
 def compile_where(table: sa.Table, expr: Expr) -> Any:
     """A SQL condition with the same three-valued result as :func:`spi.filters.evaluate`."""
     if isinstance(expr, Compare):
@@ -89,7 +107,7 @@ def compile_where(table: sa.Table, expr: Expr) -> Any:
         column = table.c[expr.column]
         return column.is_not(None) if expr.negated else column.is_(None)
     if isinstance(expr, Like):
-        return table.c[expr.column].like(_bind(table, expr.column, like_pattern(expr.pattern)))
+        return _like(table, expr)
     if isinstance(expr, And):
         return sa.and_(*(compile_where(table, p) for p in expr.parts))
     if isinstance(expr, Or):

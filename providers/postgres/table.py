@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
+from providers.postgres.batch import LoadBatch, PgLoadPreparer
 from providers.postgres.load import load_batch
 from providers.postgres.schema import VERSION
 from providers.postgres.session import PgSession
@@ -246,5 +247,9 @@ class PgTable(TableBase):
         plan = "\n".join(r[0] for r in self._tx.execute(Explain(stmt)).fetchall())
         return f"SQL: {' '.join(str(compiled).split())}\nparameters: {params or '(none)'}\nplan:\n{plan}"
 
-    def _load_batch(self, rows: list[dict[str, Any]], mode: str) -> None:
-        load_batch(self._tx, self.spec, self._sql.table, rows, mode, super()._load_batch)
+    def _load_preparer(self) -> PgLoadPreparer:
+        """Rows validated into COPY tuples as they are read."""
+        return PgLoadPreparer(self.spec)
+
+    def _load_batch(self, batch: LoadBatch, mode: str) -> None:
+        load_batch(self._tx, self.spec, self._sql.table, batch, mode, super()._load_batch)

@@ -21,7 +21,7 @@ from providers.postgres.schema import qualified, quoted
 from providers.postgres.session import AnyResult
 from providers.postgres.statements import TableSql
 from providers.postgres.table import FETCH_ROWS, PgTable
-from spi.errors import KvError, TableNotFoundError
+from spi.errors import KvError, TableNotFoundError, UrlError
 from spi.primitives import Stored
 from spi.provider import TransactionBase
 from spi.spec import TableSpec
@@ -241,11 +241,17 @@ def begin(
 
 def _create_schema(db: PgDatabase) -> None:
     """CREATE SCHEMA and the catalog table if the catalog is missing (serialised by the
-    DDL lock). An existing catalog is only looked up: no lock, no DDL, so a role that
-    may only read can use the provider."""
+    DDL lock); a provider opened with ``create=False`` raises :class:`UrlError` instead.
+    An existing catalog is only looked up: no lock, no DDL, so a role that may only
+    read can use the provider."""
     with PgTransaction(db, isolation="READ COMMITTED") as tx:
         if tx.relation_exists(db.schema, db.catalog.name):
             return
+        if not db.create:
+            raise UrlError(
+                f"PostgreSQL schema {db.schema!r} at {db.url} holds no kvctl tables "
+                "(check ?schema=; nothing was created)"
+            )
         tx.lock_ddl()
         tx.execute(CreateSchema(quoted(db.schema), if_not_exists=True))
         tx.execute(CreateTable(db.catalog, if_not_exists=True))

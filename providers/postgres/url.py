@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,8 +12,21 @@ from spi.registry import mask_password
 from spi.urloptions import UrlOptions
 
 DEFAULT_SCHEMA = "kvctl"
-CONNECT_TIMEOUT = 4
-"""Seconds libpq waits for a server (the contract: unavailable within 5 s)."""
+CONNECT_TIMEOUT = 5.0
+"""Seconds a new connection waits for the server to accept it and answer its startup
+(``?connect_timeout=``): a server that is down, unreachable or frozen is reported
+unavailable after that long."""
+KEEPALIVES: dict[str, Any] = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,
+}
+"""libpq's TCP settings for every connection (each can be overridden in the URL): a
+connection silent for 10 s is probed every 5 s, and one whose sent data or probes go
+unacknowledged for 30 s is dropped, so a dead host or a cut network ends a waiting
+statement with an error instead of leaving it waiting for ever."""
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _POOL_OPTIONS = {"pool_size": 5, "max_overflow": 20}
 
@@ -28,6 +42,8 @@ class PgSettings:
     connect_args: dict[str, Any] = field(default_factory=dict)
     libpq: dict[str, Any] = field(default_factory=dict)
     """The libpq options of the URL (timeouts, TLS, ``options``...), without kvctl's session settings."""
+    connect_timeout: int = 0
+    """libpq's ``connect_timeout``: whole seconds, 0 for no limit."""
 
 
 def validate_schema(name: str) -> str:
@@ -44,8 +60,9 @@ def validate_schema(name: str) -> str:
 def parse_url(url: str) -> PgSettings:
     """Split a provider URL into engine settings; :class:`UrlError` if malformed.
 
-    Query options: ``schema`` (default ``kvctl``), ``pool_size``, ``max_overflow``;
-    any other option is passed to libpq (``sslmode``, ``connect_timeout``...).
+    Query options: ``schema`` (default ``kvctl``), ``pool_size``, ``max_overflow``,
+    ``connect_timeout`` (seconds, default 5), ``statement_timeout`` (seconds, default:
+    the server's); any other option is passed to libpq (``sslmode``, ``options``...).
     """
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -65,7 +82,20 @@ def parse_url(url: str) -> PgSettings:
     options = UrlOptions(pairs, "PostgreSQL")
     schema = validate_schema(options.text("schema", DEFAULT_SCHEMA))
     pool = {option: options.count(option, default) for option, default in _POOL_OPTIONS.items()}
-    query = options.rest()
-    libpq: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT, "application_name": "kvctl", **query}
+    connect_timeout = _libpq_seconds(options.seconds("connect_timeout", CONNECT_TIMEOUT))
+    statement_timeout = options.seconds("statement_timeout", None)
+    libpq: dict[str, Any] = {"application_name": "kvctl", **KEEPALIVES, **options.rest()}
+    libpq["connect_timeout"] = connect_timeout
+    if statement_timeout is not None:
+        # milliseconds on the server, where 0 means no limit: a positive value stays positive
+        milliseconds = max(1, round(statement_timeout * 1000)) if statement_timeout else 0
+        libpq["options"] = f"{libpq.get('options', '')} -c statement_timeout={milliseconds}".strip()
     session = f"{libpq.get('options', '')} -c timezone=UTC -c default_transaction_isolation=serializable".strip()
-    return PgSettings(parsed.set(query={}), schema, masked, pool, {**libpq, "options": session}, libpq)
+    connect_args = {**libpq, "options": session}
+    return PgSettings(parsed.set(query={}), schema, masked, pool, connect_args, libpq, connect_timeout)
+
+
+def _libpq_seconds(seconds: float) -> int:
+    """A ``connect_timeout`` as libpq and psycopg count it: whole seconds, at least 2
+    (rounded up); 0 means no limit."""
+    return 0 if seconds == 0 else max(2, math.ceil(seconds))

@@ -85,50 +85,61 @@ class PathHandle:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._cond = threading.Condition(threading.Lock())  # never taken twice by one thread
+        # The condition's lock, taken directly on the uncontended path (its C-level
+        # context manager costs less than the condition's); never taken twice by one thread.
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
+        self._reaper_parked = False  # the linger thread waits for the owner to leave
         self._owner: int | None = None
         self._queue: deque[int] = deque()
         self._db: Any = None
         self._lock_fd: int | None = None
+        self._wait_fd: int | None = None  # kvctl.wait, kept open with the database: checks cost no open()
         self._opened_at = 0.0
         self._idle_since: float | None = None
         self._reaper: threading.Thread | None = None
         self._polite = False
         self._next_waiter_check = 0.0
+        self.generation = 0
+        """Advanced at every open (another process may have written while the database
+        was closed) and by catalog changes (see :meth:`StoreSession.generation`)."""
 
     # ------------------------------------------------------------------ sessions
     def acquire(self, timeout: float) -> Any:
         """Exclusive use of the open database, waiting at most ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
         me = threading.get_ident()
-        with self._cond:
-            if self._owner == me:
-                raise KvError(
-                    f"a transaction is already open on rocksdb {self.path} in this thread; "
-                    "use that transaction instead of opening another one (it would deadlock)"
-                )
+        with self._mutex:
             if self._owner is None and not self._queue:
                 self._owner = me
             else:
-                # First come, first served: _leave hands the handle to the oldest waiter.
-                self._queue.append(me)
-                while self._owner != me:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        self._queue.remove(me)
-                        raise _busy(self.path, timeout)
-                    self._cond.wait(left)
+                self._wait_turn(me, time.monotonic() + timeout, timeout)
             self._idle_since = None
         try:
             if self._db is not None and self._should_yield():
                 self._close()
             if self._db is None:
-                self._open(deadline, timeout)
+                self._open(time.monotonic() + timeout, timeout)
         except BaseException:
             self._close()
             self._leave()
             raise
         return self._db
+
+    def _wait_turn(self, me: int, deadline: float, timeout: float) -> None:
+        """Queue for the handle (the caller holds the mutex); first come, first served:
+        :meth:`_leave` hands the handle to the oldest waiter."""
+        if self._owner == me:
+            raise KvError(
+                f"a transaction is already open on rocksdb {self.path} in this thread; "
+                "use that transaction instead of opening another one (it would deadlock)"
+            )
+        self._queue.append(me)
+        while self._owner != me:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._queue.remove(me)
+                raise _busy(self.path, timeout)
+            self._cond.wait(left)
 
     def release(self) -> None:
         """End the current transaction; close at once if another process waits."""
@@ -146,14 +157,21 @@ class PathHandle:
                 self._cond.notify_all()
 
     def _leave(self) -> None:
-        with self._cond:
-            self._owner = self._queue.popleft() if self._queue else None
-            if self._owner is None and self._db is not None:
+        with self._mutex:
+            if self._queue:
+                self._owner = self._queue.popleft()
+                self._cond.notify_all()
+                return
+            self._owner = None
+            if self._db is not None:
                 self._idle_since = time.monotonic()
                 if self._reaper is None:
                     self._reaper = threading.Thread(target=self._reap, name="kvctl-rocksdb-linger", daemon=True)
                     self._reaper.start()
-            self._cond.notify_all()
+                elif self._reaper_parked:
+                    self._cond.notify_all()
+            elif self._reaper_parked:
+                self._cond.notify_all()
 
     def _reap(self) -> None:
         """Close the database once it has been idle for LINGER seconds."""
@@ -166,7 +184,11 @@ class PathHandle:
                         break
                     self._cond.wait(min(left, WAITER_CHECK))
                 else:
-                    self._cond.wait()
+                    self._reaper_parked = True
+                    try:
+                        self._cond.wait()
+                    finally:
+                        self._reaper_parked = False
             self._reaper = None
 
     # -------------------------------------------------------------- inter-process
@@ -185,16 +207,21 @@ class PathHandle:
 
     def _others_waiting(self) -> bool:
         """True if another process holds ``kvctl.wait`` (it waits for the lock)."""
-        try:
-            fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError:
-            return False
+        fd = self._wait_fd
+        if fd is None:
+            try:
+                fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError:
+                return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
-            os.close(fd)
+            if fd != self._wait_fd:
+                os.close(fd)
         return False
 
     def _open(self, deadline: float, timeout: float) -> None:
@@ -212,6 +239,9 @@ class PathHandle:
             self._polite = False
         self._lock_file(fd, deadline, timeout)
         self._db = self._open_db(deadline, timeout)
+        with contextlib.suppress(OSError):
+            self._wait_fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.generation += 1
         self._opened_at = time.monotonic()
 
     def _prepare_directory(self) -> None:
@@ -285,6 +315,9 @@ class PathHandle:
             with contextlib.suppress(Exception):
                 db.close()
         fd, self._lock_fd = self._lock_fd, None
+        if self._wait_fd is not None:
+            os.close(self._wait_fd)
+            self._wait_fd = None
         if fd is not None:
             os.close(fd)
 

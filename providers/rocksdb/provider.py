@@ -11,7 +11,7 @@ from typing import Any
 from providers.rocksdb.handle import PathHandle, driver_error, handle_for
 from providers.rocksdb.url import RocksUrl, parse_url
 from spi.capabilities import Capability
-from spi.errors import KvError, ProviderUnavailableError
+from spi.errors import KvError, ProviderUnavailableError, UrlError
 from spi.kv import KvProvider, OrderedStore, StoreSession
 
 _FIRST_CHUNK = 16
@@ -52,8 +52,11 @@ class _RocksSession(StoreSession):
             return (v for _, v in self._backwards(lo, hi))
         return self._forwards("values", lo, hi)
 
+    def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
+        return self._forwards("keys", lo, hi)
+
     def _forwards(self, what: str, lo: bytes, hi: bytes | None) -> Iterator[Any]:
-        """``Rdict.items`` or ``Rdict.values`` from ``lo``, stopped by RocksDB at ``hi``."""
+        """``Rdict.items``, ``keys`` or ``values`` from ``lo``, stopped by RocksDB at ``hi``."""
 
         def start() -> Any:
             import rocksdict
@@ -126,10 +129,17 @@ class _RocksSession(StoreSession):
         except Exception as exc:
             raise driver_error(exc, "committing", self._handle.path) from None
 
+    def generation(self) -> int:
+        return self._handle.generation
+
+    def advance_generation(self) -> None:
+        self._handle.generation += 1
+
     def release(self) -> None:
-        for box in list(self._boxes.values()):
-            box.clear()
-        self._boxes.clear()
+        if self._boxes:
+            for box in list(self._boxes.values()):
+                box.clear()
+            self._boxes.clear()
         self._db = None
         self._handle.release()
 
@@ -152,6 +162,8 @@ class RocksStore(OrderedStore):
 class RocksDBProvider(KvProvider):
     """The embedded RocksDB provider: ``rocksdb:///abs/path`` or ``rocksdb:relative/path``.
 
+    ``spi.connect(url, create=False)`` opens only an existing database (see :meth:`from_url`).
+
     URL options: ``?busy_timeout=SECONDS`` (default 5) bounds how long a
     transaction waits for another thread's or process's transaction;
     ``?sync=true`` fsyncs the write-ahead log on every commit (default false:
@@ -170,11 +182,17 @@ class RocksDBProvider(KvProvider):
     )
 
     @classmethod
-    def from_url(cls, url: str) -> RocksDBProvider:
-        """Open ``url`` (the directory is created by the first transaction)."""
+    def from_url(cls, url: str, *, create: bool = True) -> RocksDBProvider:
+        """Open ``url``. With ``create`` the database directory is made by the first
+        transaction if missing; without it the path must already hold a RocksDB
+        database, else :class:`UrlError` naming the path (nothing is created)."""
         options = parse_url(url)
-        if os.path.exists(options.path) and not os.path.isdir(options.path):
+        path = options.path
+        if os.path.exists(path) and not os.path.isdir(path):
             raise ProviderUnavailableError(
-                f"rocksdb {options.path} exists and is not a directory; a rocksdb: URL names a database directory"
+                f"rocksdb {path} exists and is not a directory; a rocksdb: URL names a database directory"
             )
+        if not create and not os.path.isfile(os.path.join(path, "CURRENT")):
+            what = "is not a RocksDB database" if os.path.isdir(path) else "does not exist"
+            raise UrlError(f"rocksdb database {path} {what} (check the path; nothing was created)")
         return cls(url, RocksStore(options))

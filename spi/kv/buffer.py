@@ -15,17 +15,11 @@ from itertools import islice
 from sortedcontainers import SortedList
 
 from spi.codec import prefix_successor
-from spi.errors import KvError
-from spi.kv.store import StoreSession
+from spi.kv.store import StoreSession, ended_error
 from spi.primitives import Stored
 
 _CHUNK = 256
 """Buffered keys merged into a scan per step (see :meth:`WriteBuffer.iterate`)."""
-
-
-def ended_error() -> KvError:
-    """The error of a scan used after its transaction ended."""
-    return KvError("this scan's transaction has ended; scans are valid only inside their transaction")
 
 
 class Cursor:
@@ -62,6 +56,14 @@ class WriteBuffer:
         self._range_deletes: list[tuple[bytes, bytes]] = []
         self._cursors: weakref.WeakSet[Cursor] | None = None  # made by the first cursor
         self.ended = False
+
+    def generation(self) -> int | None:
+        """The store's generation (see :meth:`StoreSession.generation`)."""
+        return self._session.generation()
+
+    def is_buffered(self, key: bytes) -> bool:
+        """True if this transaction wrote ``key`` (its value is not the store's)."""
+        return key in self._writes
 
     def get(self, key: bytes) -> bytes | None:
         """The value under ``key`` as this transaction sees it."""
@@ -103,6 +105,12 @@ class WriteBuffer:
         if not self._writes:
             return self._session.values(lo, hi, reverse)
         return (v for _, v in self.iterate(lo, hi, reverse))
+
+    def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
+        """The keys of :meth:`iterate` (straight from the store when nothing is buffered)."""
+        if not self._writes:
+            return self._session.keys(lo, hi)
+        return (k for k, _ in self.iterate(lo, hi))
 
     def put(self, key: bytes, value: bytes | None) -> None:
         """Buffer a write (None: a delete)."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from spi.errors import KvError
 from spi.kv.admin import KvAdmin
+from spi.kv.autocommit import KvAutoCommitTable
 from spi.kv.layout import LayoutCache
-from spi.kv.store import OrderedStore
+from spi.kv.store import OrderedStore, StoreSession
 from spi.kv.transaction import KvTransaction
 from spi.provider import ProviderBase
 
@@ -17,7 +18,8 @@ class KvProvider(ProviderBase):
         super().__init__(url)
         self._store = store
         self._admin = KvAdmin(self.transaction)
-        self._layouts = LayoutCache()
+        self.layouts = LayoutCache()
+        """Decoded table layouts, shared by this provider's transactions and reads."""
         self._closed = False
 
     @property
@@ -27,9 +29,17 @@ class KvProvider(ProviderBase):
 
     def transaction(self) -> KvTransaction:
         """A new serializable transaction (waits for exclusive access)."""
+        return KvTransaction(self.session(), self.layouts)
+
+    def session(self) -> StoreSession:
+        """Exclusive access to the store (waits up to the busy timeout)."""
         if self._closed:
             raise KvError(f"provider {self.url} is closed")
-        return KvTransaction(self._store.session(), self._layouts)
+        return self._store.session()
+
+    def table(self, name: str) -> KvAutoCommitTable:
+        """An auto-commit handle: each write its own transaction, each read one session."""
+        return KvAutoCommitTable(self, name, self.session, self.layouts)
 
     def close(self) -> None:
         """Release the store."""

@@ -5,6 +5,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
+from spi.errors import KvError
+
+
+def ended_error() -> KvError:
+    """The error of a scan used after its transaction (or one-off read) ended."""
+    return KvError("this scan's transaction has ended; scans are valid only inside their transaction")
+
 
 class StoreSession(ABC):
     """Exclusive access to an ordered byte store for one transaction."""
@@ -26,6 +33,10 @@ class StoreSession(ABC):
         """The values of :meth:`iterate` (stores may skip fetching the keys)."""
         return (v for _, v in self.iterate(lo, hi, reverse))
 
+    def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
+        """The keys of :meth:`iterate`, in order (stores may skip fetching the values)."""
+        return (k for k, _ in self.iterate(lo, hi, False))
+
     @abstractmethod
     def commit(self, range_deletes: list[tuple[bytes, bytes]], keys: list[bytes], values: list[bytes | None]) -> None:
         """Atomically delete the ranges ``[lo, hi)``, then write ``values[i]`` under
@@ -34,6 +45,20 @@ class StoreSession(ABC):
     @abstractmethod
     def release(self) -> None:
         """End the session (after commit or to abandon it)."""
+
+    def generation(self) -> int | None:
+        """A number that stays the same from one session to the next for as long as
+        nothing but this process's sessions can have written the store and no session
+        called :meth:`advance_generation`; None when the store cannot tell.
+
+        The engine uses it to trust a table layout it decoded earlier without reading
+        the catalog again (RocksDB: the database stayed open, so no other process wrote).
+        """
+        return None
+
+    def advance_generation(self) -> None:
+        """Note that this session commits a change :meth:`generation` must reflect (a
+        catalog change): later sessions get a new number."""
 
 
 class OrderedStore(ABC):

@@ -25,9 +25,16 @@ class KvTable(TableBase):
         super().__init__(layout.spec)
         self._buffer = buffer
         self._layout = layout
-        self._scanner = Scanner(buffer, layout)
+        self._scanner_made: Scanner | None = None
         self._last_key: tuple[Any, ...] | None = None
         self._last_encoded = b""
+
+    @property
+    def _scanner(self) -> Scanner:
+        # Made on first use: most one-off calls never scan.
+        if self._scanner_made is None:
+            self._scanner_made = Scanner(self._buffer, self._layout)
+        return self._scanner_made
 
     def _encoded(self, key: tuple[Any, ...]) -> bytes:
         # A write usually follows a read of the same key tuple: encode it once.

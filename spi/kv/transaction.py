@@ -16,6 +16,22 @@ from spi.provider import TransactionBase
 from spi.table import TableBase
 
 
+def stored_layout(buffer: WriteBuffer, cache: LayoutCache, name: str) -> Layout:
+    """The layout of table ``name`` as stored, seen through ``buffer`` (from ``cache``
+    while the store's generation allows; TableNotFoundError if missing)."""
+    generation = buffer.generation()
+    layout = cache.current(name, generation)
+    if layout is None:
+        key = catalog_key(name)
+        raw = buffer.get(key)
+        if raw is None:
+            raise TableNotFoundError(f"table {name!r} does not exist")
+        layout = cache.get(raw)
+        if not buffer.is_buffered(key):
+            cache.remember(name, generation, layout)
+    return layout
+
+
 class KvTransaction(WriteBuffer, TransactionBase):
     """A transaction over an exclusive store session with a write buffer."""
 
@@ -24,32 +40,34 @@ class KvTransaction(WriteBuffer, TransactionBase):
         TransactionBase.__init__(self)
         self._cache = cache
         self._layouts: dict[str, Layout] = {}
+        self._catalog_changed = False
 
     def layout(self, name: str) -> Layout:
         """The stored layout of table ``name`` (TableNotFoundError if missing)."""
         cached = self._layouts.get(name)
         if cached is not None:
             return cached
-        raw = self.get(catalog_key(name))
-        if raw is None:
-            raise TableNotFoundError(f"table {name!r} does not exist")
-        layout = self._layouts[name] = self._cache.get(raw)
+        layout = self._layouts[name] = stored_layout(self, self._cache, name)
         return layout
 
     def save_layout(self, layout: Layout) -> None:
         """Write a catalog entry."""
         self.put(catalog_key(layout.spec.name), layout.catalog_entry())
         self._layouts[layout.spec.name] = layout
+        self._catalog_changed = True
 
     def forget_layout(self, name: str) -> None:
         """Remove a catalog entry."""
         self.remove(catalog_key(name))
         self._layouts.pop(name, None)
+        self._catalog_changed = True
 
     def _open_table(self, name: str) -> TableBase:
         return KvTable(self, self.layout(name))
 
     def _commit(self) -> None:
+        if self._catalog_changed:
+            self._session.advance_generation()
         self.flush()
 
     def _rollback(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from spi.codec import decode_key, decode_nullable, prefix_successor
 from spi.kv.transaction import KvTransaction
+from spi.textvalues import key_words, to_word
 
 PROBLEM_LIMIT = 100
 """Stop after this many problems: a damaged table would otherwise report every row."""
@@ -28,7 +29,9 @@ def verify_table(tx: KvTransaction, name: str) -> list[str]:
             continue
         for column in spec.indexes:
             if tx.get(lay.index_key(column, row.values[column], k[n:])) is None:
-                problems.append(f"row {key!r}: index {column!r} has no entry for value {row.values[column]!r}")
+                problems.append(
+                    f"row {key_words(spec, key)}: index {column!r} has no entry for value {to_word(row.values[column])}"
+                )
         if len(problems) >= PROBLEM_LIMIT:
             return problems
     for column in spec.indexes:
@@ -39,9 +42,9 @@ def verify_table(tx: KvTransaction, name: str) -> list[str]:
                 value, pos = decode_nullable(ftype, k, len(prefix))
                 stored = tx.get(lay.row_prefix + k[pos:])
                 if stored is None:
-                    problems.append(f"index {column!r}: entry for value {value!r} points to a missing row")
+                    problems.append(f"index {column!r}: entry for value {to_word(value)} points to a missing row")
                 elif lay.decode_row(stored).values[column] != value:
-                    problems.append(f"index {column!r}: entry for value {value!r} does not match its row")
+                    problems.append(f"index {column!r}: entry for value {to_word(value)} does not match its row")
             except Exception as exc:
                 problems.append(f"index {column!r}: undecodable entry {k.hex()} ({exc})")
             if len(problems) >= PROBLEM_LIMIT:

@@ -10,8 +10,10 @@ import pytest
 import spi
 from spi import col
 from spi.errors import InvalidFieldError
+from spi.filters import escape_like
 from spi.testing.conformance.base import keys, sorted_keys
 from spi.testing.fixtures import ORDERS, order_rows
+from spi.testing.reference.predicates import like
 
 
 class FilterTests:
@@ -92,3 +94,35 @@ class FilterTests:
         assert [r["s"] for r in t.scan(where=col("s").startswith("a_"))] == ["a_c"]
         assert [r["s"] for r in t.scan(where=col("s").startswith("a%"))] == ["a%c"]
         assert [r["s"] for r in t.scan(where=col("s").like("A%"))] == ["ABC"]
+
+    def test_string_prefix_matches_a_plain_filter(self, provider: Any) -> None:
+        """``like``/``startswith`` on the first key column and on an indexed column are
+        read as value ranges (see spi/planner.py); the rows must be exactly those a
+        plain LIKE matcher picks, at the edges of the range too: U+10FFFF (no
+        successor), U+D7FF (next to the surrogates), escaped wildcards, a trailing
+        backslash, the empty string."""
+        spec = spi.TableSpec(
+            "pfx", [spi.Field("s", "string"), spi.Field("n", "long"), spi.Field("t", "string")], ["s", "n"], ["t"]
+        )
+        provider.admin.create(spec)
+        table = provider.table("pfx")
+        top, low = "\U0010ffff", "\ud7ff"
+        values = ["", "S", "SE", "SE%", "SE%x", "SE_", "SEx", "SE\\", "SE\\x", "SEA", "SE" + top, "SE" + top + "x",
+                  "SF", "Sd", "S" + top, top, top + top, top + "a", low, low + "x", "\ue000", "e", "é", "_", "%", "\\"]  # fmt: skip
+        rows: list[dict[str, Any]] = [{"s": v, "n": i, "t": None if i % 7 == 3 else v} for i, v in enumerate(values)]
+        table.load(rows)
+        patterns = ["S_%", "SE%A", "%E", "_", "%", "SE\\%%", "SE\\_%", "SE\\\\%", "SE\\", "SE%%", "S%x", "SE"]
+        for v in values:
+            patterns += [escape_like(v) + "%", escape_like(v), v + "%"]
+        for column in ("s", "t"):
+            for pattern in dict.fromkeys(patterns):
+                where = col(column).like(pattern)
+                expected = [r for r in rows if r[column] is not None and like(r[column], pattern)]
+                want = [(r["s"], r["n"]) for r in sorted(expected, key=lambda r: (r["s"], r["n"]))]
+                got = [(r["s"], r["n"]) for r in table.scan(where=where)]
+                assert got == want, (column, pattern)
+                assert [(r["s"], r["n"]) for r in table.scan(where=where, descending=True)] == want[::-1]
+                assert table.count(where=where) == len(want), (column, pattern)
+                by_t = [(r["t"], r["s"], r["n"]) for r in table.scan(where=where, order_by="t")]
+                nulls_first = sorted(expected, key=lambda r: (r["t"] is not None, r["t"] or "", r["s"], r["n"]))
+                assert by_t == [(r["t"], r["s"], r["n"]) for r in nulls_first], (column, pattern)
