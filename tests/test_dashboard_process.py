@@ -93,3 +93,18 @@ def test_dashboard_in_a_terminal(tmux: Tmux, tmp_path: Path) -> None:
         time.sleep(0.1)
     assert status.read_text().strip() == "0"
     assert os.path.exists(tmp_path / "state" / "kvctl" / "dashboard-history.json")
+
+
+def test_a_table_that_does_not_exist_is_an_error_before_the_screen(tmp_path: Path) -> None:
+    url = f"rocksdb://{tmp_path}/db"
+    with spi.connect(url) as p:
+        filled(p)
+    done = subprocess.run(
+        [sys.executable, "-m", "kvctl", "--url", url, "dashboard", "nosuch"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("error: ") and "nosuch" in done.stderr and done.stderr.count("\n") == 1

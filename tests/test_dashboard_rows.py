@@ -377,3 +377,13 @@ async def test_bytes_and_timestamps_read_as_on_the_command_line(provider: Any) -
         assert shown[0]["b"] == "b64:AP8=" and shown[0]["ts"] == "2024-02-29T12:00:00.123456+00:00"
         assert shown[1]["ts"] == "null" and shown[1]["s"] == "żółw 🐢"
         assert shown[4]["s"] == "x" * 39 + "…"  # cut in the grid; whole in the detail
+
+
+@run_async
+async def test_q_in_a_form_does_not_quit(provider: Any) -> None:
+    async with dashboard(provider, size=(140, 50)) as (app, pilot):
+        await pilot.press("e")
+        await settle(app, pilot)
+        await focus(pilot, "#null-note")
+        await pilot.press("q")
+        assert isinstance(app.screen, RowFormScreen) and app.is_running

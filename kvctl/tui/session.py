@@ -85,9 +85,9 @@ class Session:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, settings: config.Settings) -> Session:
-        """The session of the resolved command-line settings."""
-        return cls(settings.url, profile=settings.profile, config_file=settings.config_file)
+    def from_settings(cls, settings: config.Settings, provider: spi.Provider | None = None) -> Session:
+        """The session of the resolved command-line settings (``provider``: already connected)."""
+        return cls(settings.url, profile=settings.profile, config_file=settings.config_file, provider=provider)
 
     @property
     def label(self) -> str:
@@ -97,10 +97,12 @@ class Session:
 
     @property
     def provider(self) -> spi.Provider:
-        """The provider, connected now if it is not yet (blocks: call from a worker)."""
+        """The provider, connected now if it is not yet (blocks: call from a worker). Like
+        every read-only command, the dashboard never creates a store: a path that does
+        not exist is an error."""
         with self._lock:
             if self._provider is None:
-                self._provider = spi.connect(self.url)
+                self._provider = spi.connect(self.url, create=False)
             return self._provider
 
     def table(self, name: str) -> spi.Table:
@@ -121,13 +123,12 @@ class Session:
             return []
 
     def for_profile(self, name: str) -> Session:
-        """A new session on profile ``name`` of the same config file (not yet connected;
+        """A new session on profile ``name`` of the same config file, resolved as
+        ``kvctl --config FILE --profile NAME`` would (not yet connected;
         :class:`kvctl.config.ConfigError` for an unknown profile or a missing password)."""
         if self.config_file is None:
             raise config.ConfigError("no config file: profiles come from kvctl.toml or --config")
-        data = config.load_config(self.config_file)
-        url = config.profile_url(self.config_file, data, name, os.environ, "the dashboard")
-        return Session(url, profile=name, config_file=self.config_file)
+        return Session.from_settings(config.resolve(url=None, profile=name, config=str(self.config_file)))
 
     def close(self) -> None:
         """Close the provider if it was connected."""

@@ -26,7 +26,7 @@ from kvctl.render import word
 from kvctl.tui.browser import insert_row, key_of, key_words, update_row
 from kvctl.tui.screens.dialogs import ConfirmScreen
 from kvctl.tui.session import Session, error_text
-from spi.textvalues import parse_word
+from spi.textvalues import parse_word, require_key_text
 
 PLACEHOLDERS = {
     spi.FieldType.INT: "integer",
@@ -52,8 +52,7 @@ class Saved:
 def field_value(spec: spi.TableSpec, column: str, text: str, null: bool) -> Any:
     """The typed value of one form field (raises :class:`spi.KvError` for a bad one).
     An empty field is null, except in a string column; a key column may not be empty."""
-    if spec.is_key(column) and text == "":
-        raise spi.InvalidFieldError(f"key column {column!r} is empty: every key column needs a value", column=column)
+    require_key_text(spec, column, text)
     if null:
         return None
     if text == "" and spec.type_of(column) is not spi.FieldType.STRING:
