@@ -4,6 +4,7 @@ their position), order, go to key, refresh, help and the footer."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -321,6 +322,9 @@ async def test_help_lists_every_key_of_the_contract(provider: Any) -> None:
         assert "Filter (/): the --where syntax" in text
         await pilot.press("escape")
         assert isinstance(app.screen, RowsScreen)
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
 
 
 @run_async
@@ -367,3 +371,23 @@ async def test_every_key_fits_the_footer_of_a_120_column_terminal(provider: Any)
             if label != "Watch":
                 assert label in footer, (label, footer)
         assert footer.rstrip().endswith("^p Palette")
+
+
+@run_async
+async def test_spec_view_from_the_list_and_the_rows(provider: Any) -> None:
+    async with dashboard(provider, table=None) as (app, pilot):
+        await pilot.press("down", "down", "s")  # orders on the table list
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert "Table orders" in text and "primary key: region, id" in text and "indexes: status" in text
+        assert "change feed: -    ttl: -" in text
+        await pilot.press("c")
+        assert json.loads(app.clipboard) == ORDERS.to_dict()
+        assert "copied the spec of orders as JSON" in notifications(app)
+        await pilot.press("escape", "enter")
+        await settle(app, pilot)
+        await pilot.press("s")
+        await settle(app, pilot)
+        assert "Table orders" in screen_text(app)
+        await pilot.press("escape")
+        assert isinstance(app.screen, RowsScreen)

@@ -20,6 +20,7 @@ from dashboard_support import (
     in_key_order,
     make_app,
     notifications,
+    open_provider,
     open_table,
     rows_shown,
     run_async,
@@ -65,9 +66,16 @@ async def close_palette(app: Any, pilot: Any) -> None:
         await pilot.pause(0.05)
 
 
+@pytest.fixture(params=["memory", "rocksdb"])
+def provider(request: Any, tmp_path: Path) -> Any:
+    p = open_provider(request.param, tmp_path)
+    yield p
+    p.close()
+
+
 @run_async
-async def test_palette_lists_actions_tables_and_runs_them() -> None:
-    p = filled(spi.connect("memory://"))
+async def test_palette_lists_actions_tables_and_runs_them(provider: Any) -> None:
+    p = provider
     async with dashboard(p) as (app, pilot):
         for search, entry in [
             ("filter", "Filter the rows"),
@@ -93,8 +101,8 @@ async def test_palette_lists_actions_tables_and_runs_them() -> None:
 
 
 @run_async
-async def test_create_alter_and_drop_a_table_from_the_palette() -> None:
-    p = filled(spi.connect("memory://"))
+async def test_create_alter_and_drop_a_table_from_the_palette(provider: Any) -> None:
+    p = provider
     async with dashboard(p, table=None, size=(140, 45)) as (app, pilot):
         await palette(app, pilot, "Create a table")
         await fill(pilot, "#create-name", "events")

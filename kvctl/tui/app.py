@@ -15,6 +15,7 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.command import CommandPalette
 from textual.screen import ModalScreen
 
 from kvctl.tui.commands import PROVIDERS
@@ -147,7 +148,8 @@ class DashboardApp(App[None]):
     # ------------------------------------------------------------------ shared keys
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """``q`` does not quit from a dialog (a form's typing would be lost); ctrl+q does."""
-        return not (action == "quit" and isinstance(self.screen, ModalScreen))
+        dialog = isinstance(self.screen, ModalScreen) and not isinstance(self.screen, CommandPalette)
+        return not (action == "quit" and dialog)
 
     def action_help(self) -> None:
         """Show every key of the current screen."""
