@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 
 from kvctl.tui.commands import PROVIDERS
 from kvctl.tui.history import FilterHistory
-from kvctl.tui.messages import OpenTable, TablesChanged
+from kvctl.tui.messages import OpenTable
 from kvctl.tui.screens.help import HelpScreen, key_help
 from kvctl.tui.screens.rows import RowsScreen
 from kvctl.tui.screens.table_admin import AlterTableScreen, CreateTableScreen, DropTableScreen
@@ -116,14 +116,10 @@ class DashboardApp(App[None]):
         self.push_screen(DropTableScreen(self.session, name), partial(self._table_changed, "dropped"))
 
     def _table_changed(self, done: str, name: str | None) -> None:
-        if name is not None:
-            self.notify(f"{done} table {name}")
-            self.post_message(TablesChanged())
-
-    @on(TablesChanged)
-    def tables_changed(self) -> None:
-        """Show the table list again, read anew."""
-        tables = self._to_tables()
+        if name is None:
+            return
+        self.notify(f"{done} table {name}")
+        tables = self._to_tables()  # the list again, read anew
         if tables is not None:
             tables.action_refresh()
 

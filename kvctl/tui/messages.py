@@ -11,7 +11,3 @@ class OpenTable(Message):
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
-
-
-class TablesChanged(Message):
-    """A table was created, altered or dropped: the table list should be re-read."""
