@@ -17,7 +17,7 @@ from typing import Any
 
 import spi
 from kvctl.keys import parse_key
-from kvctl.render import word
+from spi import textvalues
 from spi.filters import evaluate
 
 
@@ -146,9 +146,9 @@ def key_of(spec: spi.TableSpec, row: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def key_words(spec: spi.TableSpec, key: tuple[Any, ...] | Mapping[str, Any]) -> str:
-    """A key as ``col=value`` words, as typed on the command line."""
-    values = key if isinstance(key, tuple) else key_of(spec, key)
-    return " ".join(f"{c}={word(v)}" for c, v in zip(spec.primary_key, values))
+    """A key (values, or a row) as ``col=value`` words, as messages show keys (and as
+    go to key reads them back)."""
+    return textvalues.key_words(spec, key if isinstance(key, tuple) else key_of(spec, key))
 
 
 def insert_row(table: spi.Table, values: Mapping[str, Any]) -> int:
