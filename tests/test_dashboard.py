@@ -1,255 +1,393 @@
-"""The Textual dashboard, driven as a user drives it (keys and clicks through Textual's
-Pilot) on a real provider; the tests check what the user sees: the table list, the
-cells, the status line and the footer."""
+"""The dashboard's table list and rows view, driven by keys through Textual's Pilot on
+real memory and RocksDB providers: paging, the total, filter (history, errors at
+their position), order, go to key, refresh, help and the footer."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
-import html
-import re
-from collections.abc import AsyncIterator, Callable, Coroutine
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable, Input, OptionList
+from dashboard_support import (
+    ORDER_ROWS,
+    cells,
+    cursor_cells,
+    dashboard,
+    filter_rows,
+    footer_line,
+    in_key_order,
+    make_app,
+    notifications,
+    open_provider,
+    rows_shown,
+    run_async,
+    screen_text,
+    settle,
+    status_line,
+    type_text,
+)
+from textual.widgets import DataTable, Input
 
 import spi
-from kvctl.tui.app import DashboardApp
-from spi.testing.fixtures import ALL_TYPES, COUNTERS, ORDERS, all_types_row, order_rows
+from kvctl.tui.browser import Order, Position, Query, count_change, read_page
+from kvctl.tui.counter import count_rows
+from kvctl.tui.history import FilterHistory
+from kvctl.tui.screens.rows import RowsScreen
+from kvctl.tui.screens.tables import TablesScreen
+from spi.testing.fixtures import ORDERS, order_rows
+
+KINDS = ["memory", "rocksdb"]
+DASH = "\u2013"  # an en dash, as in "rows 1\u201331"
+CONTRACT_KEYS = ["?", "/", "⏎", "a", "e", "d", "s", "g", "o", "r", "w", "x", "c", "^p", "esc", "q"]
+FOOTER_LABELS = ["Help", "Filter", "Open", "Add", "Edit", "Delete", "Spec", "Go to", "Order", "Refresh", "Watch"]
+FOOTER_LABELS += ["Export", "Copy", "Palette", "Back", "Quit"]
 
 
-@pytest.fixture
-def provider() -> Any:
-    p = spi.connect("memory://")
-    p.admin.create(ORDERS)
-    p.admin.create(COUNTERS)
-    p.table("orders").load(order_rows(150))
-    return p
+@pytest.fixture(params=KINDS)
+def provider(request: Any, tmp_path: Path) -> Any:
+    p = open_provider(request.param, tmp_path)
+    yield p
+    p.close()
 
 
-def run_async(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
-    """Run an async scenario as a plain test (no async test plugin needed)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-async def settle(app: DashboardApp, pilot: Any) -> None:
-    """Wait until every I/O worker has finished and its UI update has run."""
-    for _ in range(500):
-        await pilot.pause(0.01)
-        if not any(w.is_running for w in app.workers):
-            break
-    await pilot.pause()
-
-
-def screen_text(app: DashboardApp) -> str:
-    """The text on the terminal, line by line (from a screenshot: what the user sees)."""
-    lines: dict[float, list[str]] = {}
-    for y, text in re.findall(r'<text [^>]*\by="([\d.]+)"[^>]*>(.*?)</text>', app.export_screenshot()):
-        lines.setdefault(float(y), []).append(html.unescape(text).replace("\xa0", " "))
-    return "\n".join("".join(parts) for _, parts in sorted(lines.items()))
-
-
-def status_line(app: DashboardApp) -> str:
-    """The screen line holding the status (under the rows, above the footer)."""
-    return screen_text(app).splitlines()[-2]
-
-
-def rows_shown(app: DashboardApp) -> list[list[str]]:
-    """The cells of every row of the current page, as displayed."""
-    table = app.query_one("#rows", DataTable)
-    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
-
-
-def table_names(app: DashboardApp) -> list[str]:
-    """The entries of the table list."""
-    tables = app.query_one("#tables", OptionList)
-    return [str(tables.get_option_at_index(i).prompt) for i in range(tables.option_count)]
-
-
-async def open_table(app: DashboardApp, pilot: Any, name: str) -> None:
-    """Click ``name`` in the table list and wait for its first page."""
-    await pilot.click("#tables", offset=(2, 1 + table_names(app).index(name)))
-    await settle(app, pilot)
-    assert f"{name}: " in status_line(app), status_line(app)
-
-
-async def type_text(pilot: Any, text: str) -> None:
-    """Type ``text`` key by key."""
-    await pilot.press(*text)
-
-
-async def fill(pilot: Any, field: str, text: str) -> None:
-    """Click an input of the current screen, clear it and type ``text``."""
-    await pilot.click(field)
-    await pilot.press("end", "ctrl+u")
-    await type_text(pilot, text)
-
-
-async def filter_rows(app: DashboardApp, pilot: Any, where: str) -> None:
-    """Press ``/``, type a where-clause and Enter."""
-    await pilot.press("slash")
-    await pilot.press("end", "ctrl+u")
-    await type_text(pilot, where)
-    await pilot.press("enter")
-    await settle(app, pilot)
-
-
-@contextlib.asynccontextmanager
-async def dashboard(provider: Any, table: str = "orders", height: int = 40) -> AsyncIterator[tuple[DashboardApp, Any]]:
-    """The dashboard running on ``provider`` with ``table`` picked in the table list."""
-    app = DashboardApp("memory://", provider=provider)
-    async with app.run_test(size=(140, height)) as pilot:
-        await settle(app, pilot)
-        await open_table(app, pilot, table)
-        yield app, pilot
-
-
-def expected_cells(row: dict[str, Any]) -> list[str]:
-    """How the orders fixture's values read (strings, numbers, null)."""
-    return ["null" if row[c] is None else str(row[c]) for c in ORDERS.columns]
-
-
-def in_key_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(rows, key=lambda r: (r["region"], r["id"]))
+def everything() -> list[dict[str, Any]]:
+    return in_key_order(order_rows(ORDER_ROWS))
 
 
 @run_async
-async def test_lists_tables_and_pages_through_rows(provider: Any) -> None:
-    app = DashboardApp("memory://", provider=provider)
+async def test_table_list_shows_rows_feed_and_ttl_and_enter_opens(provider: Any) -> None:
+    async with dashboard(provider, table=None) as (app, pilot):
+        grid = app.screen.query_one("#tables", DataTable)
+        listed = [[str(c) for c in grid.get_row_at(i)] for i in range(grid.row_count)]
+        assert listed == [["alltypes", "5", "-", "-"], ["counters", "0", "-", "-"], ["orders", "150", "-", "-"]]
+        assert "name" in screen_text(app) and "change feed" in screen_text(app)
+        assert "3 tables" in status_line(app)
+        for key in ("⏎ Open", "s Spec", "r Refresh", "? Help", "q Quit", "^p Palette"):
+            assert key in footer_line(app), footer_line(app)
+        await pilot.press("down", "down", "enter")
+        await settle(app, pilot)
+        assert isinstance(app.screen, RowsScreen) and app.screen.table_name == "orders"
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert isinstance(app.screen, TablesScreen)
+
+
+@run_async
+async def test_opens_on_the_table_given_and_escape_goes_to_the_list(provider: Any) -> None:
+    app = make_app(provider, table="orders")
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app, pilot)
-        assert table_names(app) == ["counters", "orders"]
-        footer = screen_text(app).splitlines()[-1]
-        for key in ("q Quit", "n Next page", "p Prev page", "/ Filter", "a Add", "e Edit", "d Delete"):
-            assert key in footer, footer
-        await open_table(app, pilot, "orders")
-        everything = in_key_order(order_rows(150))
-        assert rows_shown(app) == [expected_cells(r) for r in everything[:100]]
-        assert "orders: 150 row(s), page 1 (more: n)" in status_line(app)
-        await pilot.press("n")
+        assert isinstance(app.screen, RowsScreen)
+        assert rows_shown(app)[0] == cells(everything()[0])
+        await pilot.press("escape")
         await settle(app, pilot)
-        assert rows_shown(app) == [expected_cells(r) for r in everything[100:]]
-        assert "page 2 (last page)" in status_line(app)
-        await pilot.press("p")
-        await settle(app, pilot)
-        assert len(rows_shown(app)) == 100 and "page 1" in status_line(app)
+        assert isinstance(app.screen, TablesScreen)
 
 
 @run_async
-async def test_filter_shows_only_matching_rows(provider: Any) -> None:
+async def test_pages_by_key_showing_rows_x_to_y_of_the_total(provider: Any) -> None:
     async with dashboard(provider) as (app, pilot):
+        rows = everything()
+        size = len(rows_shown(app))
+        assert 20 <= size < 40  # a page fills the grid
+        assert rows_shown(app) == [cells(r) for r in rows[:size]]
+        assert status_line(app) == f"orders · rows 1{DASH}{size} of 150"
+        footer = footer_line(app)
+        for key, label in zip(CONTRACT_KEYS, FOOTER_LABELS):
+            if key != "w":  # w is on the help screen only: there is no live view yet
+                assert f"{key} {label}" in footer, (key, footer)
+        await pilot.press("pagedown")
+        await settle(app, pilot)
+        assert rows_shown(app) == [cells(r) for r in rows[size : 2 * size]]
+        assert status_line(app) == f"orders · rows {size + 1}{DASH}{2 * size} of 150"
+        # down on the last row goes on to the next page, up on the first row back
+        app.screen.query_one("#rows", DataTable).move_cursor(row=size - 1)
+        await pilot.press("down")
+        await settle(app, pilot)
+        assert cursor_cells(app) == cells(rows[2 * size]) and app.screen.query_one("#rows", DataTable).cursor_row == 0
+        await pilot.press("up")
+        await settle(app, pilot)
+        assert cursor_cells(app) == cells(rows[2 * size - 1])
+        await pilot.press("pageup", "pageup")
+        await settle(app, pilot)
+        assert status_line(app).startswith(f"orders · rows 1{DASH}{size} ")
+        await pilot.press("pageup")  # already first: the cursor goes to the top
+        await settle(app, pilot)
+        assert cursor_cells(app) == cells(rows[0])
+        for _ in range(10):
+            await pilot.press("pagedown")
+            await settle(app, pilot)
+        last = rows[(ORDER_ROWS - 1) // size * size :]
+        assert rows_shown(app) == [cells(r) for r in last]
+        assert status_line(app) == f"orders · rows {ORDER_ROWS - len(last) + 1}{DASH}150 of 150"
+
+
+class Spy:
+    """A real table handle that records the calls made through it (to check that paging
+    never counts)."""
+
+    def __init__(self, table: Any, calls: list[str]) -> None:
+        self._table, self._calls = table, calls
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._table, name)
+        if callable(attr):
+            self._calls.append(name)
+        return attr
+
+
+class SpyProvider:
+    """A real provider whose table handles are :class:`Spy`."""
+
+    def __init__(self, provider: Any) -> None:
+        self._provider = provider
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._provider, name)
+
+    def table(self, name: str) -> Any:
+        return Spy(self._provider.table(name), self.calls)
+
+
+@run_async
+async def test_paging_reads_one_page_and_never_counts(provider: Any) -> None:
+    spy = SpyProvider(provider)
+    async with dashboard(spy) as (app, pilot):
+        assert "of 150" in status_line(app)
+        spy.calls.clear()
+        for key in ("pagedown", "pagedown", "pageup"):
+            await pilot.press(key)
+            await settle(app, pilot)
+        assert spy.calls == ["scan_page"] * 3
+        assert "of 150" in status_line(app)
+
+
+@run_async
+async def test_filter_applies_where_syntax_and_counts_the_matches(provider: Any, tmp_path: Path) -> None:
+    history = tmp_path / "history.json"
+    async with dashboard(provider, history=history) as (app, pilot):
         await filter_rows(app, pilot, "status = 'open' and region = 'eu'")
-        expected = [r for r in in_key_order(order_rows(150)) if r["status"] == "open" and r["region"] == "eu"]
-        assert expected and rows_shown(app) == [expected_cells(r) for r in expected]
-        assert f"{len(expected)} row(s)" in status_line(app) and "where status = 'open'" in status_line(app)
+        expected = [r for r in everything() if r["status"] == "open" and r["region"] == "eu"]
+        assert expected and rows_shown(app) == [cells(r) for r in expected]
+        assert status_line(app) == (
+            f"orders · rows 1{DASH}{len(expected)} of {len(expected)} · where status = 'open' and region = 'eu'"
+        )
+        assert app.focused is app.screen.query_one("#rows")
+        await filter_rows(app, pilot, "total > 50")
+        await filter_rows(app, pilot, "")  # empty: every row again
+        assert status_line(app).endswith("of 150")
+        # history: up walks back through the filters, newest first; kept in the file
+        await pilot.press("slash", "up")
+        assert app.screen.query_one("#where", Input).value == "total > 50"
+        await pilot.press("up")
+        assert app.screen.query_one("#where", Input).value == "status = 'open' and region = 'eu'"
+        await pilot.press("down", "down")
+        assert app.screen.query_one("#where", Input).value == ""
+    assert FilterHistory(history).entries("orders") == ["status = 'open' and region = 'eu'", "total > 50"]
 
 
 @run_async
-async def test_bad_filter_shows_one_line_error_and_keeps_the_text(provider: Any) -> None:
+async def test_bad_filter_shows_the_error_at_its_position_and_keeps_the_rows(provider: Any) -> None:
     async with dashboard(provider) as (app, pilot):
-        await filter_rows(app, pilot, "status = ")
+        before = rows_shown(app)
+        await filter_rows(app, pilot, "status = 'open' and total >")
         lines = screen_text(app).splitlines()
-        assert "error: where: unexpected end" in lines[-2]  # the status line
-        assert "error" not in lines[-3]  # the message is one line, not wrapped onto the rows
-        assert len(rows_shown(app)) == 100  # the page shown before stays
-        assert app.query_one("#where", Input).value == "status = "
+        where_line = next(i for i, line in enumerate(lines) if "status = 'open' and total >" in line)
+        error = lines[where_line + 2]  # under the input's bottom border
+        message = "where: unexpected end of expression at position 28"
+        assert message in error, error
+        text_start = app.screen.query_one("#where").content_region.x  # where the input's text starts
+        assert error.index("^") == text_start + 27  # the caret under position 28
+        assert rows_shown(app) == before and status_line(app).endswith("of 150")
+        where = app.screen.query_one("#where", Input)
+        assert where.value == "status = 'open' and total >" and where.cursor_position == 27
+        await filter_rows(app, pilot, "nope = 1")
+        assert "'nope'" in screen_text(app) and rows_shown(app) == before
+        await filter_rows(app, pilot, "status = 'open'")
+        assert "position" not in screen_text(app) and "where status = 'open'" in status_line(app)
 
 
 @run_async
-async def test_values_read_as_on_the_command_line() -> None:
-    provider = spi.connect("memory://")
-    provider.admin.create(ALL_TYPES)
-    provider.table("alltypes").load([all_types_row(i) for i in range(5)])
-    async with dashboard(provider, "alltypes") as (app, pilot):
-        shown = [dict(zip(ALL_TYPES.columns, r)) for r in rows_shown(app)]
-        first, second = shown[0], shown[1]
-        assert first["b"] == "b64:AP8=" and first["flag"] == "true" and first["s"] == "plain"
-        assert first["ts"] == "2024-02-29T12:00:00.123456+00:00" and first["d"] == "1.5"
-        assert second["b"] == "b64:YmE=" and second["flag"] == "false" and second["ts"] == "null"
-        assert second["d"] == "null" and second["s"] == "żółw 🐢"
-        assert shown[4]["f"] == "NaN"
-        # the row editor shows the same words
-        await pilot.press("e")
-        await pilot.pause()
-        assert app.screen.query_one("#field-b", Input).value == "b64:AP8="
-        assert app.screen.query_one("#field-ts", Input).value == "2024-02-29T12:00:00.123456+00:00"
+async def test_escape_in_the_filter_goes_back_to_the_rows(provider: Any) -> None:
+    async with dashboard(provider) as (app, pilot):
+        await pilot.press("slash")
+        assert isinstance(app.focused, Input)
+        await type_text(pilot, "q")  # typed, not quit
+        await pilot.press("escape")
+        assert app.focused is app.screen.query_one("#rows") and isinstance(app.screen, RowsScreen)
 
 
 @run_async
-async def test_edit_add_and_delete(provider: Any) -> None:
-    t = provider.table("orders")
-    async with dashboard(provider, height=50) as (app, pilot):
-        region, id_ = rows_shown(app)[0][:2]
-        key = (region, int(id_))
-        version = t.read(key).version
-        await pilot.press("e")
-        await pilot.pause()
-        await fill(pilot, "#field-note", "edited in tui")
-        await pilot.click("#save")
+async def test_order_by_an_index_both_ways(provider: Any) -> None:
+    async with dashboard(provider) as (app, pilot):
+        size = len(rows_shown(app))
+        expected = list(provider.table("orders").scan(order_by="status"))
+        await pilot.press("o")
         await settle(app, pilot)
-        assert rows_shown(app)[0][:2] == [region, id_] and rows_shown(app)[0][4] == "edited in tui"
-        assert t.read(key)["note"] == "edited in tui" and t.read(key).version == version + 1
-
-        await pilot.press("a")
-        await pilot.pause()
-        await fill(pilot, "#field-region", "zz")
-        await fill(pilot, "#field-id", "7")
-        await fill(pilot, "#field-total", "not a number")
-        await pilot.click("#save")
+        text = screen_text(app)
+        assert "key (region, id) ascending" in text and "index status descending" in text
+        await pilot.press("down", "down", "enter")  # key asc, key desc, status asc
         await settle(app, pilot)
-        assert "error: " in status_line(app) and t.read(("zz", 7)) is None
-
-        await pilot.press("a")
-        await pilot.pause()
-        await fill(pilot, "#field-region", "zz")
-        await fill(pilot, "#field-id", "7")
-        await fill(pilot, "#field-total", "2.5")
-        await pilot.click("#save")
+        assert rows_shown(app) == [cells(r) for r in expected[:size]]
+        assert status_line(app) == f"orders · rows 1{DASH}{size} of 150 · order by status"
+        await pilot.press("pagedown")
         await settle(app, pilot)
-        assert "151 row(s)" in status_line(app)
-        assert dict(t.read(("zz", 7))) == {"region": "zz", "id": 7, "status": None, "total": 2.5, "note": None}
-
-        region, id_ = rows_shown(app)[0][:2]
-        await pilot.press("d")
-        await pilot.pause()
-        assert f"Delete row region={region}, id={id_}?" in screen_text(app)
-        await pilot.press("y")
+        assert rows_shown(app) == [cells(r) for r in expected[size : 2 * size]]
+        await pilot.press("o", "down", "enter")
         await settle(app, pilot)
-        assert "150 row(s)" in status_line(app) and rows_shown(app)[0][:2] != [region, id_]
-        assert t.read((region, int(id_))) is None
+        descending = list(provider.table("orders").scan(order_by="status", descending=True))
+        assert rows_shown(app) == [cells(r) for r in descending[:size]]
+        assert status_line(app).endswith("order by status desc")
 
 
 @run_async
-async def test_stale_edit_is_refused(provider: Any) -> None:
-    t = provider.table("orders")
-    async with dashboard(provider, height=50) as (app, pilot):
-        region, id_ = rows_shown(app)[0][:2]
-        t.update((region, int(id_)), {"note": "changed elsewhere"})
-        await pilot.press("e")
-        await pilot.pause()
-        await fill(pilot, "#field-note", "mine")
-        await pilot.click("#save")
+async def test_go_to_a_key_and_page_back_from_it(provider: Any) -> None:
+    async with dashboard(provider) as (app, pilot):
+        rows = everything()
+        size = len(rows_shown(app))
+        await pilot.press("g")
+        await type_text(pilot, "region=eu id=100")
+        await pilot.press("enter")
         await settle(app, pilot)
-        assert "error: " in status_line(app) and "version" in status_line(app)
-        assert t.read((region, int(id_)))["note"] == "changed elsewhere"
+        at = next(i for i, r in enumerate(rows) if (r["region"], r["id"]) == ("eu", 100))
+        assert cursor_cells(app) == cells(rows[at]) and rows_shown(app)[0] == cells(rows[at])
+        assert status_line(app).startswith(f"orders · {min(size, len(rows) - at)} rows from region=eu id=100 of 150")
+        await pilot.press("pageup")
+        await settle(app, pilot)
+        assert rows_shown(app) == [cells(r) for r in rows[at - size : at]]
+        # a key with no row: the rows after it, and a note
+        await pilot.press("g")
+        await type_text(pilot, "region=eu id=101")
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert rows_shown(app)[0] == cells(rows[at + 1])
+        assert "no row region=eu id=101; showing the rows after it" in notifications(app)
+        # bad words keep the dialog open with the error
+        await pilot.press("g")
+        await type_text(pilot, "region=eu")
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert "key: missing id=..." in screen_text(app)
+        await pilot.press("escape")
 
 
 @run_async
-async def test_an_empty_key_field_is_refused(provider: Any) -> None:
-    t = provider.table("orders")
-    async with dashboard(provider, height=50) as (app, pilot):
-        await pilot.press("a")
-        await pilot.pause()
-        await fill(pilot, "#field-id", "7")
-        await fill(pilot, "#field-total", "2.5")
-        await pilot.click("#save")
+async def test_refresh_keeps_table_filter_order_position_and_cursor(provider: Any) -> None:
+    async with dashboard(provider) as (app, pilot):
+        await filter_rows(app, pilot, "total > 0")
+        await pilot.press("o", "down", "down", "enter")
         await settle(app, pilot)
-        assert "error: key column 'region' is empty" in status_line(app)
-        assert t.read(("", 7)) is None and t.count() == 150
+        await pilot.press("pagedown")
+        await settle(app, pilot)
+        app.screen.query_one("#rows", DataTable).move_cursor(row=3)
+        before, under = rows_shown(app), cursor_cells(app)
+        status = status_line(app)
+        provider.table("orders").insert({"region": "zz", "id": 1, "status": None, "total": 5.0})
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert rows_shown(app) == before and cursor_cells(app) == under
+        matching = sum(1 for r in order_rows(ORDER_ROWS) if r["total"] is not None and r["total"] > 0) + 1
+        assert status_line(app) == status.replace(f"of {matching - 1}", f"of {matching}")
+        assert app.screen.query_one("#where", Input).value == "total > 0"
+
+
+@run_async
+async def test_help_lists_every_key_of_the_contract(provider: Any) -> None:
+    async with dashboard(provider) as (app, pilot):
+        await pilot.press("question_mark")
+        text = str(app.screen.query_one("#help-keys").render()) + str(app.screen.query_one("#help-notes").render())
+        for key, what in [
+            ("?", "Show every key"),
+            ("PgUp", "Previous page"),
+            ("/", "Filter the rows"),
+            ("⏎", "Row detail"),
+            ("a", "Add a row"),
+            ("e", "Edit the row"),
+            ("d", "Delete the row"),
+            ("s", "Show the table's spec"),
+            ("g", "Go to a key"),
+            ("o", "Order by the key or an index"),
+            ("r", "Read the page and count again"),
+            ("w", "Live view (needs a change feed"),
+            ("x", "Export the current view"),
+            ("c", "Copy the row"),
+            ("PgDn", "Next page"),
+            ("esc", "Back to the table list"),
+            ("q", "Quit the dashboard"),
+            ("^p", "Command palette"),
+        ]:
+            assert any(line.strip().startswith(key) and what in line for line in text.splitlines()), (key, text)
+        assert "Filter (/): the --where syntax" in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, RowsScreen)
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+
+
+@run_async
+async def test_watch_says_what_it_needs(provider: Any) -> None:
+    async with dashboard(provider) as (app, pilot):
+        await pilot.press("w")
+        assert any("needs a change feed (kvctl table alter T --changes)" in n for n in notifications(app))
+
+
+def test_counter_counts_in_chunks_with_and_without_a_filter(tmp_path: Path) -> None:
+    p = open_provider("rocksdb", tmp_path)
+    p.table("orders").load({"region": "big", "id": i, "status": "open"} for i in range(25_000))
+    spec, table = p.admin.get_spec("orders"), p.table("orders")
+    seen: list[int] = []
+    assert count_rows(table, spec, None, lambda n: seen.append(n) or True) == 25_150
+    assert seen == [0, 10_000, 20_000]
+    where = spi.parse_where("status = 'open'", spec)
+    assert count_rows(table, spec, where, lambda n: True) == table.count(where=where)
+    assert count_rows(table, spec, None, lambda n: False) is None  # abandoned
+    p.close()
+
+
+def test_count_change_follows_the_filter() -> None:
+    row = {"region": "eu", "id": 1, "status": "open", "total": 5.0, "note": None}
+    assert count_change(ORDERS, "", None, row) == 1
+    assert count_change(ORDERS, "status = 'open'", row, {**row, "status": "closed"}) == -1
+    assert count_change(ORDERS, "total > 10", row, None) == 0
+
+
+def test_pages_continue_from_their_token() -> None:
+    p = spi.connect("memory://")
+    p.admin.create(ORDERS)
+    p.table("orders").load(order_rows(30))
+    view = read_page(p.table("orders"), ORDERS, Query("orders", order=Order("status")), Position(), 10)
+    assert [dict(r) for r in view.rows] == [dict(r) for r in p.table("orders").scan(order_by="status", limit=10)]
+    assert view.first_row == 1 and view.next_token is not None
+
+
+@run_async
+async def test_every_key_fits_the_footer_of_a_120_column_terminal(provider: Any) -> None:
+    async with dashboard(provider, size=(120, 40)) as (app, _pilot):
+        footer = footer_line(app)  # compact: the keys' colours set them apart, not spaces
+        for label in FOOTER_LABELS:
+            if label != "Watch":
+                assert label in footer, (label, footer)
+        assert footer.rstrip().endswith("^p Palette")
+
+
+@run_async
+async def test_spec_view_from_the_list_and_the_rows(provider: Any) -> None:
+    async with dashboard(provider, table=None) as (app, pilot):
+        await pilot.press("down", "down", "s")  # orders on the table list
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert "Table orders" in text and "primary key: region, id" in text and "indexes: status" in text
+        assert "change feed: -    ttl: -" in text
+        await pilot.press("c")
+        assert json.loads(app.clipboard) == ORDERS.to_dict()
+        assert "copied the spec of orders as JSON" in notifications(app)
+        await pilot.press("escape", "enter")
+        await settle(app, pilot)
+        await pilot.press("s")
+        await settle(app, pilot)
+        assert "Table orders" in screen_text(app)
+        await pilot.press("escape")
+        assert isinstance(app.screen, RowsScreen)

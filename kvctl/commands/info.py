@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from kvctl import config, options
+from kvctl.completion import complete_table
 from kvctl.groups import Command, sub_app
 from kvctl.output import print_rows
 from kvctl.state import get_state
@@ -60,16 +61,24 @@ def _password_row(setting: str, variable: str, missing: bool) -> dict[str, Any]:
     return {"setting": setting, "value": "missing" if missing else "***", "source": f"env {variable}"}
 
 
-def dashboard(ctx: typer.Context) -> None:
-    """Open the Textual dashboard on the resolved provider (browse, filter, edit)."""
+def dashboard(
+    ctx: typer.Context,
+    table: Annotated[
+        str | None, typer.Argument(help="Open on this table's rows.", autocompletion=complete_table, show_default=False)
+    ] = None,
+) -> None:
+    """Open the Textual dashboard on the resolved provider: browse, filter, edit, manage tables."""
     from kvctl.tui import run_dashboard  # textual is imported only here
 
     state = get_state(ctx)
     # Opened and first used here, not in the dashboard, so that a store that does not
     # exist (or a server that is down) is an error line before the screen takes over.
     provider = state.provider(create=False)
-    provider.admin.list_tables()
-    run_dashboard(state.settings().url, provider=provider)
+    if table is None:
+        provider.admin.list_tables()
+    else:
+        provider.admin.get_spec(table)  # a table that does not exist: exit 1 before the screen
+    run_dashboard(state.settings(), table, provider=provider)
 
 
 def register(app: typer.Typer) -> None:

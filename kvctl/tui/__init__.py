@@ -1,4 +1,4 @@
-"""The Textual dashboard: browse, filter and edit tables of any provider."""
+"""The Textual dashboard: browse, filter and edit the tables of any provider."""
 
 from __future__ import annotations
 
@@ -6,11 +6,16 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import spi
+    from kvctl.config import Settings
 
 
-def run_dashboard(url: str, provider: spi.Provider | None = None) -> None:
-    """Open the dashboard on the provider at ``url`` (blocks until it quits); ``provider``
-    is that provider already connected (else the dashboard connects to ``url``)."""
+def run_dashboard(settings: Settings, table: str | None = None, provider: spi.Provider | None = None) -> None:
+    """Open the dashboard on the resolved provider (blocks until it quits); ``table``
+    opens straight on that table's rows; ``provider`` is the provider already connected
+    (else the dashboard connects when it starts)."""
     from kvctl.tui.app import DashboardApp
+    from kvctl.tui.history import FilterHistory
+    from kvctl.tui.session import Session, history_file
 
-    DashboardApp(url, provider=provider).run()
+    session = Session.from_settings(settings, provider=provider)
+    DashboardApp(session, table=table, history=FilterHistory(history_file())).run()

@@ -1,231 +1,163 @@
-"""The dashboard application: a table list, a filterable page of rows, edits.
+"""The dashboard application: the screens on one session, the keys every screen shares,
+the command palette, and switching profiles.
 
-All provider I/O runs in thread workers so the UI never blocks; results come back
-through ``call_from_thread``. Every operation is a short auto-commit call, so the
-dashboard holds no lock while idle.
+Screens live in :mod:`kvctl.tui.screens`, widgets in :mod:`kvctl.tui.widgets`, the
+palette's providers in :mod:`kvctl.tui.commands`, styles in ``dashboard.tcss``. All
+provider I/O runs in thread workers; errors become notifications.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from pathlib import Path
+from typing import ClassVar
 
 from textual import on, work
-from textual.app import App, ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.command import CommandPalette
+from textual.screen import ModalScreen
 
-import spi
-from kvctl.render import word
-from kvctl.tui.browser import PageView, TableBrowser
-from kvctl.tui.screens import ConfirmScreen, EditRowScreen
+from kvctl.tui.commands import PROVIDERS
+from kvctl.tui.history import FilterHistory
+from kvctl.tui.messages import OpenTable
+from kvctl.tui.screens.help import HelpScreen, key_help
+from kvctl.tui.screens.rows import RowsScreen
+from kvctl.tui.screens.table_admin import AlterTableScreen, CreateTableScreen, DropTableScreen
+from kvctl.tui.screens.tables import TablesScreen
+from kvctl.tui.session import Session, error_text
+
+WATCH_NOTE = "The live view needs a change feed (kvctl table alter T --changes), which kvctl does not record yet."
 
 
 class DashboardApp(App[None]):
-    """Browse and edit the tables of one provider."""
+    """Browse, filter and edit the tables of one provider; switch between profiles."""
 
-    CSS_PATH = "dashboard.tcss"
+    CSS_PATH = Path(__file__).with_name("dashboard.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kvctl dashboard"
-    BINDINGS = [
-        ("q", "quit", "Quit"),
-        ("r", "refresh", "Refresh"),
-        ("n", "next_page", "Next page"),
-        ("p", "previous_page", "Prev page"),
-        ("slash", "focus_where", "Filter"),
-        ("a", "add_row", "Add"),
-        ("e", "edit_row", "Edit"),
-        ("d", "delete_row", "Delete"),
+    COMMANDS = App.COMMANDS | PROVIDERS
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="Show every key of this screen"),
+        Binding("q", "quit", "Quit", tooltip="Quit the dashboard"),
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Palette",
+            key_display="^p",
+            tooltip="Command palette: every action, table and profile; create, alter, drop tables",
+        ),
     ]
 
-    def __init__(self, url: str, *, provider: Any = None) -> None:
+    def __init__(self, session: Session, *, table: str | None = None, history: FilterHistory | None = None) -> None:
         super().__init__()
-        self.url = url
-        self._provider = provider
-        self.browser: TableBrowser | None = None
-        self.view: PageView | None = None
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        with Horizontal():
-            yield OptionList(id="tables")
-            with Vertical(id="main"):
-                yield Input(placeholder="where …  (e.g. status = 'open' and total > 10; Enter applies)", id="where")
-                yield DataTable(id="rows", cursor_type="row", zebra_stripes=True)
-                yield Static("", id="status")
-        yield Footer()
+        self.session = session
+        self._table = table
+        self.history = history or FilterHistory()
+        self._profiles: list[str] = []
 
     def on_mount(self) -> None:
-        """Connect and list the tables."""
-        self.sub_title = spi.mask_password(self.url)
-        self.load_tables()
+        """Show the table list (and the table asked for on the command line)."""
+        self._start(self.session, self._table)
 
-    # ------------------------------------------------------------------ workers
-    @work(thread=True, exclusive=True, group="io")
-    def load_tables(self) -> None:
-        """List the provider's tables."""
+    def _start(self, session: Session, table: str | None) -> None:
+        self.session = session
+        self.sub_title = session.label
+        self._profiles = session.profiles()
+        self.push_screen(TablesScreen(session))
+        if table is not None:
+            self.push_screen(RowsScreen(session, table, self.history))
+
+    # ------------------------------------------------------------------ the palette's API
+    def table_names(self) -> list[str]:
+        """The tables as last listed."""
+        return list(self.session.table_names)
+
+    def profile_names(self) -> tuple[list[str], str | None]:
+        """The config file's profiles and the current one."""
+        return self._profiles, self.session.profile
+
+    @on(OpenTable)
+    def table_opened(self, message: OpenTable) -> None:
+        """Open a table chosen on the table list."""
+        self.open_table(message.name)
+
+    def open_table(self, name: str) -> None:
+        """Show the rows of ``name``, on top of the table list."""
+        self._to_tables()
+        self.push_screen(RowsScreen(self.session, name, self.history))
+
+    def _to_tables(self) -> TablesScreen | None:
+        """Close every screen above the table list; the list."""
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, TablesScreen):
+            self.pop_screen()
+        return self.screen if isinstance(self.screen, TablesScreen) else None
+
+    def create_table(self) -> None:
+        """Ask for a new table and create it."""
+        self.push_screen(CreateTableScreen(self.session), partial(self._table_changed, "created"))
+
+    def alter_table(self, name: str) -> None:
+        """Ask for changes to a table and apply them."""
+        self._with_spec(name)
+
+    @work(thread=True, exclusive=True, group="admin")
+    def _with_spec(self, name: str) -> None:
         try:
-            if self._provider is None:
-                self._provider = spi.connect(self.url)
-            names = self._provider.admin.list_tables()
-        except spi.KvError as exc:
-            self.call_from_thread(self.show_error, exc)
+            spec = self.session.spec(name)
+        except Exception as exc:
+            self.call_from_thread(self.notify, error_text(exc), severity="error")
             return
-        self.call_from_thread(self._show_tables, names)
+        self.call_from_thread(
+            self.push_screen, AlterTableScreen(self.session, spec), partial(self._table_changed, "altered")
+        )
 
-    @work(thread=True, exclusive=True, group="io")
-    def load_page(self, move: str = "current") -> None:
-        """Read a page of the selected table (``move``: current, next or previous)."""
-        browser = self.browser
-        if browser is None:
+    def drop_table(self, name: str) -> None:
+        """Drop a table once its name is typed."""
+        self.push_screen(DropTableScreen(self.session, name), partial(self._table_changed, "dropped"))
+
+    def _table_changed(self, done: str, name: str | None) -> None:
+        if name is None:
             return
+        self.notify(f"{done} table {name}")
+        tables = self._to_tables()  # the list again, read anew
+        if tables is not None:
+            tables.action_refresh()
+
+    def switch_profile(self, name: str) -> None:
+        """Connect to profile ``name`` and start over on its table list."""
         try:
-            view = {"next": browser.next_page, "previous": browser.previous_page}.get(move, browser.current)()
-            total = browser.count()
-        except spi.KvError as exc:
-            self.call_from_thread(self.show_error, exc)
+            session = self.session.for_profile(name)
+        except Exception as exc:
+            self.notify(error_text(exc), severity="error")
             return
-        self.call_from_thread(self._show_page, view, total)
+        old = self.session
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        self._start(session, None)
+        self.notify(f"switched to profile {name}")
+        self._close(old)
 
-    @work(thread=True, exclusive=True, group="io")
-    def save_row(self, row: spi.Row | None, edits: dict[str, str]) -> None:
-        """Write an edited or new row, then reload the page."""
-        assert self.browser is not None
-        try:
-            version = self.browser.save(row, edits)
-        except spi.KvError as exc:
-            self.call_from_thread(self.show_error, exc)
+    @work(thread=True, group="close")
+    def _close(self, session: Session) -> None:
+        session.close()
+
+    # ------------------------------------------------------------------ shared keys
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``q`` does not quit from a dialog (a form's typing would be lost); ctrl+q does."""
+        dialog = isinstance(self.screen, ModalScreen) and not isinstance(self.screen, CommandPalette)
+        return not (action == "quit" and dialog)
+
+    def action_help(self) -> None:
+        """Show every key of the current screen."""
+        if isinstance(self.screen, HelpScreen):
             return
-        self.call_from_thread(self.show_status, f"saved (version {version})")
-        self.call_from_thread(self.load_page)
+        title = getattr(self.screen, "table_name", None) or type(self.screen).__name__.removesuffix("Screen")
+        self.push_screen(HelpScreen(str(title), key_help(self.screen)))
 
-    @work(thread=True, exclusive=True, group="io")
-    def delete_row(self, row: spi.Row) -> None:
-        """Delete a row (only at the version shown), then reload the page."""
-        assert self.browser is not None
-        try:
-            self.browser.delete(row)
-        except spi.KvError as exc:
-            self.call_from_thread(self.show_error, exc)
-            return
-        self.call_from_thread(self.show_status, "deleted")
-        self.call_from_thread(self.load_page)
-
-    # ---------------------------------------------------------------- UI updates
-    def _show_tables(self, names: list[str]) -> None:
-        tables = self.query_one("#tables", OptionList)
-        tables.clear_options()
-        tables.add_options(names)
-        self.show_status(f"{len(names)} table(s); pick one" if names else "no tables yet (kvctl table create …)")
-        if names:
-            tables.highlighted = 0
-            self._open(names[0])
-
-    def _open(self, name: str) -> None:
-        assert self._provider is not None
-        self.browser = TableBrowser(self._provider, name)
-        self.query_one("#where", Input).value = ""
-        self.load_page()
-
-    def _show_page(self, view: PageView, total: int) -> None:
-        self.view = view
-        table = self.query_one("#rows", DataTable)
-        table.clear(columns=True)
-        table.add_columns(*view.columns)
-        for i, row in enumerate(view.rows):
-            table.add_row(*(word(row[c]) for c in view.columns), key=str(i))
-        assert self.browser is not None
-        more = "more: n" if view.has_next else "last page"
-        where = f" where {self.browser.where_text}" if self.browser.where_text else ""
-        self.show_status(f"{self.browser.name}{where}: {total} row(s), page {view.page_number} ({more})")
-
-    def show_status(self, text: str) -> None:
-        """Show a one-line status."""
-        status = self.query_one("#status", Static)
-        status.remove_class("error")
-        status.update(text)
-
-    def show_error(self, exc: Exception) -> None:
-        """Show an error as one line (the operation changed nothing)."""
-        status = self.query_one("#status", Static)
-        status.add_class("error")
-        status.update(f"error: {exc}")
-
-    def selected_row(self) -> spi.Row | None:
-        """The row under the cursor."""
-        if self.view is None or not self.view.rows:
-            return None
-        index = self.query_one("#rows", DataTable).cursor_row
-        return self.view.rows[index] if 0 <= index < len(self.view.rows) else None
-
-    # ---------------------------------------------------------------- events
-    @on(OptionList.OptionSelected, "#tables")
-    def table_chosen(self, event: OptionList.OptionSelected) -> None:
-        """Open the chosen table."""
-        self._open(str(event.option.prompt))
-
-    @on(Input.Submitted, "#where")
-    def where_submitted(self, event: Input.Submitted) -> None:
-        """Apply the filter (a bad one shows an error and keeps the old one)."""
-        if self.browser is None:
-            return
-        try:
-            self.browser.set_where(event.value)
-        except spi.KvError as exc:
-            self.show_error(exc)
-            return
-        self.load_page()
-        self.query_one("#rows", DataTable).focus()
-
-    # ---------------------------------------------------------------- actions
-    def action_refresh(self) -> None:
-        """Re-read the table list and the page."""
-        self.load_tables()
-
-    def action_next_page(self) -> None:
-        """Next page."""
-        self.load_page("next")
-
-    def action_previous_page(self) -> None:
-        """Previous page."""
-        self.load_page("previous")
-
-    def action_focus_where(self) -> None:
-        """Focus the filter."""
-        self.query_one("#where", Input).focus()
-
-    def action_add_row(self) -> None:
-        """Insert a new row."""
-        if self.browser is not None:
-            self._edit(None)
-
-    def action_edit_row(self) -> None:
-        """Edit the row under the cursor."""
-        row = self.selected_row()
-        if row is not None:
-            self._edit(row)
-
-    def _edit(self, row: spi.Row | None) -> None:
-        assert self.browser is not None
-
-        def done(edits: dict[str, str] | None) -> None:
-            if edits:
-                self.save_row(row, edits)
-
-        self.push_screen(EditRowScreen(self.browser.spec, row), done)
-
-    def action_delete_row(self) -> None:
-        """Delete the row under the cursor, after confirmation."""
-        row = self.selected_row()
-        if row is None or self.browser is None:
-            return
-        key = ", ".join(f"{k}={word(v)}" for k, v in self.browser.key_of(row).items())
-
-        def done(yes: bool | None) -> None:
-            if yes:
-                self.delete_row(row)
-
-        self.push_screen(ConfirmScreen(f"Delete row {key}?"), done)
+    def action_watch(self) -> None:
+        """The live view is not available yet: say what it needs."""
+        self.notify(WATCH_NOTE, severity="warning", timeout=8)
 
     def on_unmount(self) -> None:
         """Close the provider."""
-        if self._provider is not None:
-            self._provider.close()
+        self.session.close()

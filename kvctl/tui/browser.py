@@ -1,102 +1,199 @@
-"""The dashboard's data access: one table's pages, filter and edits (no UI code).
+"""The dashboard's data access for one table's rows (no UI code): keyset paging under a
+filter and an order, jumping to a key, and version-checked writes.
 
-Every call is a short auto-commit operation, so the dashboard holds nothing while
-idle (a RocksDB path stays usable by other processes).
+Everything here is immutable or stateless: the rows screen owns the current
+:class:`Query` and :class:`Position`, a worker calls :func:`read_page` and the screen
+applies the :class:`PageView` it returns (so a stale result can simply be dropped).
+Pages are read with ``scan_page`` and its ``next_token``: no page ever counts or
+skips rows, so page 1,000 costs what page 1 costs. Each call is a short auto-commit
+operation: the dashboard holds nothing while idle.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import spi
-from spi.textvalues import parse_word, require_key_text
-
-PAGE_SIZE = 100
-
-
-@dataclass
-class PageView:
-    """What the rows view shows: the rows of one page and where it is."""
-
-    columns: list[str]
-    rows: list[spi.Row]
-    page_number: int
-    has_next: bool
+from kvctl.keys import parse_key
+from spi import textvalues
+from spi.filters import evaluate
 
 
-@dataclass
-class TableBrowser:
-    """Pages through one table with an optional where-clause; edits rows."""
+@dataclass(frozen=True)
+class Order:
+    """The order rows are shown in: the key (``column`` None) or an indexed column."""
 
-    provider: Any
-    name: str
-    where_text: str = ""
-    page_size: int = PAGE_SIZE
-    _tokens: list[str | None] = field(default_factory=lambda: [None])
-    _next: str | None = None
+    column: str | None = None
+    descending: bool = False
 
     @property
-    def spec(self) -> spi.TableSpec:
-        """The table's current spec."""
-        return self.provider.admin.get_spec(self.name)  # type: ignore[no-any-return]
+    def label(self) -> str:
+        """``key``, ``status desc``..."""
+        return (self.column or "key") + (" desc" if self.descending else "")
 
-    def set_where(self, text: str) -> None:
-        """Filter with a where-clause (validated now; errors propagate) and go to page 1."""
-        if text.strip():
-            spi.parse_where(text, self.spec)
-        self.where_text = text.strip()
-        self._tokens = [None]
 
-    def _where(self) -> spi.Expr | None:
-        return spi.parse_where(self.where_text, self.spec) if self.where_text else None
+@dataclass(frozen=True)
+class Query:
+    """What the rows screen shows: a table, a filter (``--where`` text) and an order."""
 
-    def current(self) -> PageView:
-        """Read the current page."""
-        spec = self.spec
-        page = self.provider.table(self.name).scan_page(
-            where=self._where(), limit=self.page_size, after=self._tokens[-1]
-        )
-        self._next = page.next_token
-        return PageView(list(spec.columns), page.rows, len(self._tokens), page.next_token is not None)
+    table: str
+    where_text: str = ""
+    order: Order = Order()
 
-    def next_page(self) -> PageView:
-        """Move one page forward (stays on the last page)."""
-        if self._next is not None:
-            self._tokens.append(self._next)
-        return self.current()
+    def where(self, spec: spi.TableSpec) -> spi.Expr | None:
+        """The parsed filter (None: every row); raises the parse error."""
+        return spi.parse_where(self.where_text, spec) if self.where_text else None
 
-    def previous_page(self) -> PageView:
-        """Move one page back (stays on the first page)."""
-        if len(self._tokens) > 1:
-            self._tokens.pop()
-        return self.current()
+    def scan_options(self, spec: spi.TableSpec) -> dict[str, Any]:
+        """``where``, ``order_by`` and ``descending`` for ``scan``/``scan_page``."""
+        return {"where": self.where(spec), "order_by": self.order.column, "descending": self.order.descending}
 
-    def count(self) -> int:
-        """Rows matching the current filter."""
-        return int(self.provider.table(self.name).count(where=self._where()))
 
-    def key_of(self, row: spi.Row) -> dict[str, Any]:
-        """The key of a shown row."""
-        return {k: row[k] for k in self.spec.primary_key}
+@dataclass(frozen=True)
+class Position:
+    """Where in the query's rows the shown page starts.
 
-    def save(self, row: spi.Row | None, edits: dict[str, str]) -> int:
-        """Write edited cell texts (words as on the command line) for a new or
-        existing row; only the version shown is overwritten (conditional update)."""
-        spec = self.spec
+    ``anchor`` is a key the view starts at (after a jump; key order only), else the
+    view starts at the first row. ``pages`` holds, for every page from there to the
+    current one, its ``after`` token and how many rows precede it (None: unknown,
+    after a jump).
+    """
+
+    anchor: tuple[Any, ...] | None = None
+    pages: tuple[tuple[str | None, int | None], ...] = ((None, 0),)
+
+    @property
+    def after(self) -> str | None:
+        """The token the current page is read after."""
+        return self.pages[-1][0]
+
+    @property
+    def offset(self) -> int | None:
+        """Rows before the current page, if known."""
+        return self.pages[-1][1]
+
+
+@dataclass(frozen=True)
+class PageView:
+    """One page as read: its rows, where it is, and the token of the page after it."""
+
+    spec: spi.TableSpec
+    query: Query
+    position: Position
+    rows: list[spi.Row]
+    next_token: str | None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Every column, in declaration order."""
+        return self.spec.columns
+
+    @property
+    def first_row(self) -> int | None:
+        """The 1-based number of the first row shown, if known."""
+        offset = self.position.offset
+        return None if offset is None else offset + 1
+
+    @property
+    def at_start(self) -> bool:
+        """True when no row comes before this page."""
+        return self.position.anchor is None and len(self.position.pages) == 1
+
+
+def read_page(table: spi.Table, spec: spi.TableSpec, query: Query, position: Position, size: int) -> PageView:
+    """Read the page of ``size`` rows at ``position``."""
+    rng = None if position.anchor is None else spi.Range(start=position.anchor)
+    page = table.scan_page(rng, limit=size, after=position.after, **query.scan_options(spec))
+    return PageView(spec, query, position, page.rows, page.next_token)
+
+
+def previous_position(table: spi.Table, spec: spi.TableSpec, query: Query, position: Position, size: int) -> Position:
+    """The position of the page before ``position`` (the first page stays where it is).
+    Pages after the start or the anchor are remembered; the page before an anchor is
+    read backwards (one short descending scan)."""
+    if len(position.pages) > 1:
+        return replace(position, pages=position.pages[:-1])
+    if position.anchor is None:
+        return position
+    before = table.scan_page(spi.Range(end=position.anchor), limit=size, where=query.where(spec), descending=True)
+    if len(before.rows) < size or before.next_token is None:
+        return Position()
+    return Position(anchor=key_of(spec, before.rows[-1]), pages=((None, None),))
+
+
+def next_position(view: PageView) -> Position | None:
+    """The position of the page after ``view`` (None: it is the last page)."""
+    if view.next_token is None:
+        return None
+    offset = view.position.offset
+    shown = None if offset is None else offset + len(view.rows)
+    return replace(view.position, pages=(*view.position.pages, (view.next_token, shown)))
+
+
+def jump_position(spec: spi.TableSpec, words: list[str]) -> tuple[Position, tuple[Any, ...]]:
+    """The position that starts at the key given as ``col=value`` words, and the key
+    (raises :class:`kvctl.errors.CliError` or :class:`spi.KvError` for bad words)."""
+    key = parse_key(spec, words)
+    values = tuple(key[c] for c in spec.primary_key)
+    return Position(anchor=values, pages=((None, None),)), values
+
+
+def key_of(spec: spi.TableSpec, row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The key values of a row, in key order."""
+    return tuple(row[c] for c in spec.primary_key)
+
+
+def key_words(spec: spi.TableSpec, key: tuple[Any, ...] | Mapping[str, Any]) -> str:
+    """A key (values, or a row) as ``col=value`` words, as messages show keys (and as
+    go to key reads them back)."""
+    return textvalues.key_words(spec, key if isinstance(key, tuple) else key_of(spec, key))
+
+
+def insert_row(table: spi.Table, values: Mapping[str, Any]) -> int:
+    """Insert a new row (:class:`spi.RowExistsError` if its key is taken); the version."""
+    return table.insert(values)
+
+
+def update_row(table: spi.Table, spec: spi.TableSpec, row: spi.Row, changes: Mapping[str, Any]) -> int:
+    """Change a shown row only if it is still at the version shown
+    (:class:`spi.VersionMismatchError` otherwise); the new version."""
+    return table.update(key_of(spec, row), changes, version=row.version)
+
+
+def delete_row(table: spi.Table, spec: spi.TableSpec, row: spi.Row) -> bool:
+    """Delete a shown row only if it is still at the version shown."""
+    return table.delete(key_of(spec, row), version=row.version)
+
+
+def count_change(
+    spec: spi.TableSpec, where_text: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
+) -> int:
+    """How a write from ``old`` to ``new`` (None: no row) changes the count under a filter."""
+    where = spi.parse_where(where_text, spec) if where_text else None
+
+    def matches(row: Mapping[str, Any] | None) -> int:
         if row is None:
-            for column in spec.primary_key:
-                require_key_text(spec, column, edits.get(column, ""))
-        values = {c: parse_word(spec, c, text) for c, text in edits.items()}
-        table = self.provider.table(self.name)
-        if row is None:
-            return int(table.insert(values))
-        changes = {c: v for c, v in values.items() if not spec.is_key(c)}
-        return int(table.update(self.key_of(row), changes, version=row.version))
+            return 0
+        return 1 if where is None or evaluate(where, row) is True else 0
 
-    def delete(self, row: spi.Row) -> bool:
-        """Delete a shown row if it is still at the version shown."""
-        return bool(self.provider.table(self.name).delete(self.key_of(row), version=row.version))
+    return matches(new) - matches(old)
 
 
-__all__ = ["PAGE_SIZE", "PageView", "TableBrowser"]
+__all__ = [
+    "Order",
+    "PageView",
+    "Position",
+    "Query",
+    "count_change",
+    "delete_row",
+    "insert_row",
+    "jump_position",
+    "key_of",
+    "key_words",
+    "next_position",
+    "previous_position",
+    "read_page",
+    "update_row",
+]

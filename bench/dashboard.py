@@ -1,0 +1,221 @@
+"""How fast the dashboard shows a big table, driven headless through Textual's Pilot.
+
+    python bench/dashboard.py [--rows 100000] [--pages 100] [--dir PATH]
+                              [--postgres | --pg-url postgresql+psycopg://...]
+
+On RocksDB (and PostgreSQL with ``--postgres``: a throwaway server from
+tests/pg_server.py, or ``--pg-url``): the table is loaded, the dashboard opens on the
+table list (whose row counts start at once, in the background), then measures
+
+- first rows: Enter on the table until its first page is drawn;
+- page down: each of ``--pages`` PgDn presses until the next page is drawn, while
+  the total is still being counted in the background (median, 95th percentile, max);
+- memory: resident set size after 10 pages and after the last one (flat: grows less
+  than 10 MB).
+
+Targets (issue 16): first rows within 0.5 s, 95% of page downs within 0.15 s and
+memory flat on RocksDB; PostgreSQL within twice the times. Prints the figures and
+exits 1 when a target is missed. The issue's run is ``--rows 1000000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
+
+import spi  # noqa: E402
+from kvctl.tui.app import DashboardApp  # noqa: E402
+from kvctl.tui.session import Session  # noqa: E402
+
+SPEC = spi.TableSpec(
+    "bench",
+    [
+        spi.Field("id", "long"),
+        spi.Field("name", "string"),
+        spi.Field("g", "long"),
+        spi.Field("at", "timestamp"),
+        spi.Field("note", "string"),
+    ],
+    ["id"],
+    indexes=["g"],
+)
+FIRST_ROWS = 0.5
+PAGE_DOWN = 0.15
+FLAT_MB = 10.0
+START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+
+
+def rows(n: int) -> Iterator[dict[str, Any]]:
+    """The benchmark rows: about 100 bytes each, an indexed group column."""
+    for i in range(n):
+        yield {"id": i, "name": f"name {i}", "g": i % 1000, "at": START + dt.timedelta(seconds=i), "note": "x" * 40}
+
+
+def rss_mb() -> float:
+    """This process's resident set size in MB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def wait_until(done: Any, timeout: float = 60) -> float:
+    """Seconds until ``done()`` is true, polled every 2 ms without disturbing the app
+    (``pilot.pause`` would force a redraw each time)."""
+    start = time.perf_counter()
+    while not done():
+        if time.perf_counter() - start > timeout:
+            raise TimeoutError("the dashboard did not get there")
+        await asyncio.sleep(0.002)
+    return time.perf_counter() - start
+
+
+async def painted(pilot: Any, done: Any) -> None:
+    """Wait until ``done()`` is true and the screen has been drawn with it."""
+    await wait_until(done)
+    await pilot.pause()  # lets the app settle and draws the screen
+
+
+def status(app: DashboardApp) -> str:
+    """The status line of the current screen ("" while it is being built)."""
+    found = app.screen.query("#status")
+    return str(found.first().render()) if found else ""
+
+
+async def measure(url: str, pages: int) -> dict[str, Any]:
+    """Open the dashboard on ``url`` and time opening the bench table and paging through it."""
+    app = DashboardApp(Session(url))
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_until(lambda: "table" in status(app))
+        await pilot.press(*["down"] * app.session.table_names.index("bench"))
+        # keys are posted as the terminal driver posts them: pilot.press would also wait
+        # for the app to be idle, which it is not while the total is being counted
+        start = time.perf_counter()
+        app.simulate_key("enter")
+        await painted(pilot, lambda: status(app).startswith("bench · rows 1\u2013"))
+        first = time.perf_counter() - start
+        times: list[float] = []
+        memory: list[float] = []
+        counted_during = 0
+        for page in range(1, pages + 1):
+            before = status(app)
+            start = time.perf_counter()
+            app.simulate_key("pagedown")
+            await painted(pilot, lambda before=before: status(app).split(" of")[0] != before.split(" of")[0])
+            times.append(time.perf_counter() - start)
+            counted_during += "counting" in status(app)
+            if page in (10, pages):
+                memory.append(rss_mb())
+        return {"first": first, "pages": times, "memory": memory, "counting": counted_during, "status": status(app)}
+
+
+def report(name: str, result: dict[str, Any], factor: float) -> bool:
+    """Print one provider's figures; True when its targets are met."""
+    pages = sorted(result["pages"])
+    p95 = pages[max(0, int(len(pages) * 0.95) - 1)]
+    growth = result["memory"][-1] - result["memory"][0]
+    checks = [
+        (
+            "first rows",
+            f"{result['first']:.3f} s",
+            f"<= {FIRST_ROWS * factor:.2f} s",
+            result["first"] <= FIRST_ROWS * factor,
+        ),
+        (
+            "page down",
+            f"median {statistics.median(pages):.3f} s, p95 {p95:.3f} s, max {pages[-1]:.3f} s",
+            f"p95 <= {PAGE_DOWN * factor:.2f} s",
+            p95 <= PAGE_DOWN * factor,
+        ),
+        (
+            "memory",
+            f"{result['memory'][0]:.0f} MB after 10 pages, {result['memory'][-1]:.0f} MB after {len(pages)} ({growth:+.1f})",
+            f"growth < {FLAT_MB:.0f} MB",
+            growth < FLAT_MB,
+        ),
+    ]
+    print(f"{name}: {len(pages)} pages, {result['counting']} of them while the total was being counted")
+    print(f"  last status: {result['status']}")
+    print(
+        f"  page downs over {PAGE_DOWN * factor:.2f} s: "
+        + (", ".join(f"#{i + 1} {t:.3f} s" for i, t in enumerate(result["pages"]) if t > PAGE_DOWN * factor) or "none")
+    )
+    ok = True
+    for what, figure, target, passed in checks:
+        ok &= passed
+        print(f"  {what:<11} {figure:<62} {target:<18} {'pass' if passed else 'FAIL'}")
+    return ok
+
+
+def load(url: str, n: int) -> None:
+    """Create and fill the bench table."""
+    with spi.connect(url) as provider:
+        provider.admin.create(SPEC)
+        start = time.perf_counter()
+        provider.table("bench").load(rows(n), batch_size=20_000)
+        print(f"loaded {n:,} rows in {time.perf_counter() - start:.1f} s ({spi.mask_password(url)})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; exit 1 if a target is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000, help="rows in the table (the issue's run: 1000000)")
+    parser.add_argument("--pages", type=int, default=100)
+    parser.add_argument("--dir", default=None, help="where to create the RocksDB store (default: a temp dir)")
+    parser.add_argument("--postgres", action="store_true", help="also run on a throwaway PostgreSQL server")
+    parser.add_argument("--pg-url", default=None, help="also run on this PostgreSQL URL (a new schema is used)")
+    args = parser.parse_args(argv)
+    root = tempfile.mkdtemp(prefix="kvctl-dash-bench-", dir=args.dir)
+    ok = True
+    try:
+        url = f"rocksdb://{root}/db"
+        load(url, args.rows)
+        ok &= report("RocksDB", asyncio.run(measure(url, args.pages)), 1)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    if args.postgres or args.pg_url:
+        ok &= postgres(args.pg_url, args.rows, args.pages)
+    return 0 if ok else 1
+
+
+def postgres(given: str | None, n: int, pages: int) -> bool:
+    """The same run on PostgreSQL, in a schema of its own; targets twice RocksDB's."""
+    server = None
+    if given is None:
+        from pg_server import ThrowawayPostgres, find_bindir
+
+        bindir = find_bindir()
+        if bindir is None:
+            print("no PostgreSQL server binaries found; pass --pg-url", file=sys.stderr)
+            return False
+        server = ThrowawayPostgres(bindir).start()
+        given = server.url
+    sep = "&" if "?" in given else "?"
+    url = f"{given}{sep}schema=dash_bench_{uuid.uuid4().hex[:8]}"
+    try:
+        load(url, n)
+        return report("PostgreSQL", asyncio.run(measure(url, pages)), 2)
+    finally:
+        if server is not None:
+            server.stop()
+        else:
+            with spi.connect(url) as provider:
+                provider.admin.drop("bench", missing_ok=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Table management from the command palette: create, alter and drop a table.
+
+The dialogs take what ``kvctl table create/alter`` take (``col:type`` fields, a key
+list, indexes) and build the spec with the same code (:mod:`kvctl.specs`). Each does
+its write in a worker and stays open with the error when it fails; drop asks for the
+table's name first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+from textual.widgets.button import ButtonVariant
+
+import spi
+from kvctl import specs
+from kvctl.tui.session import Session, error_text
+
+
+def words(text: str) -> list[str]:
+    """A list typed with spaces and/or commas → its items."""
+    return [w for w in text.replace(",", " ").split() if w]
+
+
+class _AdminDialog(ModalScreen[str | None]):
+    """A dialog that runs one admin call in a worker and dismisses with the table name."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", key_display="esc")]
+
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self._session = session
+
+    def _buttons(self, label: str, variant: ButtonVariant = "primary") -> ComposeResult:
+        yield Static("", classes="error", id="admin-error")
+        with Horizontal(classes="buttons"):
+            yield Button(label, variant=variant, id="run")
+            yield Button("Cancel", id="cancel")
+
+    def _fail(self, text: str) -> None:
+        self.query_one("#admin-error", Static).update(text)
+
+    def _start(self, name: str, call: Callable[[Any], None]) -> None:
+        self.query_one(".dialog").loading = True
+        self._run(name, call)
+
+    @work(thread=True, exclusive=True, group="admin")
+    def _run(self, name: str, call: Callable[[Any], None]) -> None:
+        try:
+            call(self._session.provider.admin)
+        except Exception as exc:
+            self.app.call_from_thread(self._failed, error_text(exc))
+            return
+        self._session.counts.forget(name)
+        self.app.call_from_thread(self.dismiss, name)
+
+    def _failed(self, text: str) -> None:
+        self.query_one(".dialog").loading = False
+        self._fail(text)
+        self.notify(text, severity="error")
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        """Close; nothing was changed."""
+        self.dismiss(None)
+
+
+class CreateTableScreen(_AdminDialog):
+    """A new table from fields, a key and indexes (as ``kvctl table create --field``)."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog -wide"):
+            yield Label("Create a table", classes="title")
+            yield Input(placeholder="name", id="create-name")
+            yield Input(placeholder="fields  col:type ...  e.g. id:long name:string total:double", id="create-fields")
+            yield Input(placeholder="primary key, in order  e.g. region,id", id="create-pk")
+            yield Input(placeholder="indexed columns (optional)  e.g. status", id="create-indexes")
+            yield Static("types: int long float double string bytes bool timestamp", classes="hint")
+            yield from self._buttons("Create")
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#run")
+    def submit(self, event: Any) -> None:
+        """Build the spec (errors shown at once) and create the table."""
+        name = self.query_one("#create-name", Input).value.strip()
+        fields = words(self.query_one("#create-fields", Input).value)
+        pk = ",".join(words(self.query_one("#create-pk", Input).value)) or None
+        indexes = words(self.query_one("#create-indexes", Input).value)
+        try:
+            spec = specs.from_options(name, fields, pk, indexes)
+        except Exception as exc:
+            self._fail(error_text(exc))
+            return
+        self._start(name, lambda admin: admin.create(spec))
+
+
+class AlterTableScreen(_AdminDialog):
+    """Add fields and indexes to a table, or drop indexes (as ``kvctl table alter``)."""
+
+    def __init__(self, session: Session, spec: spi.TableSpec) -> None:
+        super().__init__(session)
+        self._spec = spec
+
+    def compose(self) -> ComposeResult:
+        spec = self._spec
+        with Vertical(classes="dialog -wide"):
+            yield Label(f"Alter table {spec.name}", classes="title")
+            yield Static(
+                f"fields: {' '.join(f'{f.name}:{f.type}' for f in spec.fields)}\n"
+                f"key: {', '.join(spec.primary_key)}    indexes: {', '.join(spec.indexes) or 'none'}",
+                classes="hint",
+            )
+            yield Input(placeholder="add fields  col:type ...", id="alter-fields")
+            yield Input(placeholder="add indexes  col ...", id="alter-add-indexes")
+            yield Input(placeholder="drop indexes  col ...", id="alter-drop-indexes")
+            yield from self._buttons("Alter")
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#run")
+    def submit(self, event: Any) -> None:
+        """Build the new spec and apply it (an incompatible change is refused, unchanged)."""
+        add_fields = words(self.query_one("#alter-fields", Input).value)
+        add_indexes = words(self.query_one("#alter-add-indexes", Input).value)
+        drop_indexes = words(self.query_one("#alter-drop-indexes", Input).value)
+        if not (add_fields or add_indexes or drop_indexes):
+            self._fail("nothing to change: add fields or indexes, or drop indexes")
+            return
+        try:
+            new = specs.altered(self._spec, add_fields, add_indexes, drop_indexes)
+        except Exception as exc:
+            self._fail(error_text(exc))
+            return
+        self._start(new.name, lambda admin: admin.create_or_update(new))
+
+
+class DropTableScreen(_AdminDialog):
+    """Drop a table and its rows, once its name is typed."""
+
+    AUTO_FOCUS = "#drop-name"
+
+    def __init__(self, session: Session, name: str) -> None:
+        super().__init__(session)
+        self._table = name
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog -danger"):
+            yield Label(f"Drop table {self._table}?", classes="title")
+            yield Static("This deletes the table and all its rows. Type its name to confirm.", classes="hint")
+            yield Input(placeholder=self._table, id="drop-name")
+            yield from self._buttons("Drop", "error")
+
+    def on_mount(self) -> None:
+        """Drop stays disabled until the name is typed."""
+        self.query_one("#run", Button).disabled = True
+
+    @on(Input.Changed, "#drop-name")
+    def typed(self, event: Input.Changed) -> None:
+        """Enable Drop when the typed name matches."""
+        self.query_one("#run", Button).disabled = event.value != self._table
+
+    @on(Input.Submitted, "#drop-name")
+    @on(Button.Pressed, "#run")
+    def submit(self, event: Any) -> None:
+        """Drop the table, if its name was typed."""
+        if self.query_one("#drop-name", Input).value != self._table:
+            self._fail(f"type {self._table} to drop it")
+            return
+        name = self._table
+        self._start(name, lambda admin: admin.drop(name))

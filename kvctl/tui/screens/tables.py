@@ -1,0 +1,168 @@
+"""The table list: name, rows, change feed and ttl of every table.
+
+The names and specs are read in one worker; the row counts in another, table after
+table, each counted in short steps (:mod:`kvctl.tui.counter`) and cached in the
+session, so coming back to the list or opening a table shows them at once. ``r``
+reads everything again.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import events, on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Header, Static
+from textual.worker import get_current_worker
+
+import spi
+from kvctl.tui.counter import count_rows
+from kvctl.tui.messages import OpenTable
+from kvctl.tui.screens.detail import SpecScreen, feed_text, ttl_text
+from kvctl.tui.session import Session, error_text
+from kvctl.tui.widgets.footer import KeysFooter
+from kvctl.tui.widgets.grids import TablesGrid
+
+COLUMNS = (("name", "name"), ("rows", "rows"), ("feed", "change feed"), ("ttl", "ttl"))
+
+
+def count_text(count: int | None, counting: int | None = None) -> str:
+    """A row count as shown: ``3,376``; ``1,200+…`` while counting; ``…`` before."""
+    if count is not None:
+        return f"{count:,}"
+    return "…" if not counting else f"{counting:,}+…"
+
+
+class TablesScreen(Screen[None]):
+    """Every table of the store; enter opens one."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "spec", "Spec", tooltip="Show the table's spec"),
+        Binding("r", "refresh", "Refresh", tooltip="Read the tables again and recount their rows"),
+        Binding("w", "app.watch", "Watch", show=False, tooltip="Live view (needs a change feed; not available yet)"),
+    ]
+
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.session = session
+        self.specs: dict[str, spi.TableSpec] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield TablesGrid(id="tables")
+        yield Static("", id="status")
+        yield KeysFooter()
+
+    def on_mount(self) -> None:
+        """Read the tables."""
+        grid = self.query_one(TablesGrid)
+        for key, label in COLUMNS:
+            grid.add_column(label, key=key)
+        self.action_refresh()
+
+    @property
+    def grid(self) -> TablesGrid:
+        """The table list."""
+        return self.query_one(TablesGrid)
+
+    def selected(self) -> str | None:
+        """The table under the cursor."""
+        names = list(self.specs)
+        row = self.grid.cursor_row
+        return names[row] if 0 <= row < len(names) else None
+
+    def action_refresh(self) -> None:
+        """Read the tables again and recount them."""
+        self.grid.loading = True
+        self._list(recount=bool(self.specs))
+
+    @work(thread=True, exclusive=True, group="tables")
+    def _list(self, recount: bool) -> None:
+        try:
+            names = self.session.provider.admin.list_tables()
+            specs = {name: self.session.spec(name) for name in names}
+        except Exception as exc:
+            self.app.call_from_thread(self._failed, exc)
+            return
+        if recount:
+            for name in names:
+                self.session.counts.forget(name)
+        self.session.table_names = list(names)
+        self.app.call_from_thread(self._show, specs)
+
+    def _failed(self, exc: Exception) -> None:
+        self.grid.loading = False
+        self.query_one("#status", Static).update(f"error: {error_text(exc)}")
+        self.notify(error_text(exc), severity="error", timeout=10)
+
+    def _show(self, specs: dict[str, spi.TableSpec]) -> None:
+        keep = self.selected()
+        self.specs = specs
+        grid = self.grid
+        grid.loading = False
+        grid.clear()
+        for name, spec in specs.items():
+            known = self.session.counts.get(name, "")
+            grid.add_row(name, count_text(known), feed_text(spec), ttl_text(spec), key=name)
+        if keep in specs:
+            grid.move_cursor(row=list(specs).index(keep), animate=False)
+        count = len(specs)
+        status = f"{count} table{'' if count == 1 else 's'}" if count else "no tables yet: ctrl+p, Create a table"
+        self.query_one("#status", Static).update(f"{status} · {self.session.label}")
+        self._count([n for n in specs if self.session.counts.get(n, "") is None])
+
+    @work(thread=True, exclusive=True, group="count")
+    def _count(self, names: list[str]) -> None:
+        worker = get_current_worker()
+        for name in names:
+            try:
+                spec = self.specs[name]
+
+                def progress(n: int, name: str = name) -> bool:
+                    if n and not worker.is_cancelled:
+                        self.app.call_from_thread(self._counted, name, None, n)
+                    return not worker.is_cancelled
+
+                count = count_rows(self.session.table(name), spec, None, progress)
+            except spi.TableNotFoundError:
+                continue
+            except Exception as exc:
+                self.app.call_from_thread(self._failed, exc)
+                return
+            if count is None or worker.is_cancelled:
+                return
+            self.session.counts.put(name, "", count)
+            self.app.call_from_thread(self._counted, name, count, None)
+
+    def _counted(self, name: str, count: int | None, counting: int | None) -> None:
+        if name in self.specs:
+            self.grid.update_cell(name, "rows", count_text(count, counting))
+
+    @on(DataTable.RowSelected, "#tables")
+    def open_table(self, event: DataTable.RowSelected) -> None:
+        """Open the chosen table's rows."""
+        if event.row_key.value is not None:
+            self.post_message(OpenTable(event.row_key.value))
+
+    def action_spec(self) -> None:
+        """Show the spec of the table under the cursor."""
+        name = self.selected()
+        if name is not None:
+            self.app.push_screen(SpecScreen(self.specs[name]))
+
+    def on_screen_suspend(self, event: events.ScreenSuspend) -> None:
+        """Another screen is on top: stop counting, so its reads get the store."""
+        self.workers.cancel_group(self, "count")
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        """Coming back: show counts learnt meanwhile, and count the tables still unknown."""
+        missing = []
+        for name in self.specs:
+            known = self.session.counts.get(name, "")
+            self._counted(name, known, None)
+            if known is None:
+                missing.append(name)
+        if missing:
+            self._count(missing)

@@ -1,0 +1,173 @@
+"""Driving the dashboard in tests as a user does (Textual's Pilot: keys and clicks) on a
+real provider, and reading back what the user sees (the screen text, the grid's
+cells, notifications)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import html
+import re
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from textual.widgets import DataTable
+
+import spi
+from kvctl.tui.app import DashboardApp
+from kvctl.tui.history import FilterHistory
+from kvctl.tui.session import Session
+from spi.testing.fixtures import ALL_TYPES, COUNTERS, ORDERS, all_types_row, order_rows
+
+ORDER_ROWS = 150
+
+
+def filled(provider: Any) -> Any:
+    """``provider`` with the orders (150 rows), counters (empty) and alltypes (5 rows) tables."""
+    provider.admin.create(ORDERS)
+    provider.admin.create(COUNTERS)
+    provider.admin.create(ALL_TYPES)
+    provider.table("orders").load(order_rows(ORDER_ROWS))
+    provider.table("alltypes").load([all_types_row(i) for i in range(5)])
+    return provider
+
+
+def open_provider(kind: str, tmp_path: Path) -> Any:
+    """A filled memory or RocksDB provider."""
+    url = "memory://" if kind == "memory" else f"rocksdb://{tmp_path}/db"
+    return filled(spi.connect(url))
+
+
+def run_async(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
+    """Run an async scenario as a plain test (no async test plugin needed)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
+async def settle(app: DashboardApp, pilot: Any, timeout: float = 10.0) -> None:
+    """Wait until every worker has finished and its UI update has run."""
+    for _ in range(int(timeout / 0.01)):
+        await pilot.pause(0.01)
+        if not any(w.is_running for w in app.workers):
+            break
+    await pilot.pause()
+
+
+def screen_text(app: DashboardApp) -> str:
+    """The text on the terminal, line by line (from a screenshot: what the user sees)."""
+    lines: dict[float, list[str]] = {}
+    for y, text in re.findall(r'<text [^>]*\by="([\d.]+)"[^>]*>(.*?)</text>', app.export_screenshot()):
+        lines.setdefault(float(y), []).append(html.unescape(text).replace("\xa0", " "))
+    return "\n".join("".join(parts) for _, parts in sorted(lines.items()))
+
+
+def status_line(app: DashboardApp) -> str:
+    """The status line (above the footer)."""
+    return str(app.screen.query_one("#status").render())
+
+
+def footer_line(app: DashboardApp) -> str:
+    """The footer, as displayed."""
+    return screen_text(app).splitlines()[-1]
+
+
+class RecordingApp(DashboardApp):
+    """The dashboard, keeping the text of every notification it shows."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.notes: list[str] = []
+
+    def notify(self, message: Any, *args: Any, **kwargs: Any) -> None:
+        self.notes.append(str(message))
+        super().notify(message, *args, **kwargs)
+
+
+def notifications(app: DashboardApp) -> list[str]:
+    """The texts of the notifications shown so far."""
+    assert isinstance(app, RecordingApp)
+    return app.notes
+
+
+def rows_shown(app: DashboardApp) -> list[list[str]]:
+    """The cells of every row of the grid on the current screen, as displayed."""
+    table = app.screen.query_one("#rows", DataTable)
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def cursor_cells(app: DashboardApp) -> list[str]:
+    """The cells of the row under the cursor."""
+    table = app.screen.query_one("#rows", DataTable)
+    return [str(cell) for cell in table.get_row_at(table.cursor_row)]
+
+
+def cells(row: dict[str, Any], columns: tuple[str, ...] = ORDERS.columns) -> list[str]:
+    """How a row of the orders fixture reads in the grid."""
+    return ["null" if row[c] is None else str(row[c]) for c in columns]
+
+
+def in_key_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Orders rows sorted by their key."""
+    return sorted(rows, key=lambda r: (r["region"], r["id"]))
+
+
+async def type_text(pilot: Any, text: str) -> None:
+    """Type ``text`` key by key."""
+    await pilot.press(*[{" ": "space"}.get(ch, ch) for ch in text])
+
+
+async def focus(pilot: Any, selector: str) -> None:
+    """Move the focus to a widget of the current screen (scrolled into view), as tab would."""
+    pilot.app.screen.query_one(selector).focus()
+    await pilot.pause()
+
+
+async def fill(pilot: Any, selector: str, text: str) -> None:
+    """Focus an input of the current screen, clear it and type ``text``."""
+    await focus(pilot, selector)
+    await pilot.press("end", "ctrl+u")
+    await type_text(pilot, text)
+
+
+async def open_table(app: DashboardApp, pilot: Any, name: str) -> None:
+    """Pick ``name`` on the table list with the cursor keys and Enter; wait for its rows."""
+    grid = app.screen.query_one("#tables", DataTable)
+    names = [str(grid.get_row_at(i)[0]) for i in range(grid.row_count)]
+    grid.move_cursor(row=0)
+    await pilot.press(*["down"] * names.index(name), "enter")
+    await settle(app, pilot)
+    assert status_line(app).startswith(name), status_line(app)
+
+
+async def filter_rows(app: DashboardApp, pilot: Any, where: str) -> None:
+    """Press ``/``, type a where-clause and Enter."""
+    await pilot.press("slash", "end", "ctrl+u")
+    await type_text(pilot, where)
+    await pilot.press("enter")
+    await settle(app, pilot)
+
+
+def make_app(provider: Any, *, table: str | None = None, history: Path | None = None, **session: Any) -> DashboardApp:
+    """A dashboard on ``provider`` (optionally straight on ``table``)."""
+    return RecordingApp(
+        Session(provider.url, provider=provider, **session), table=table, history=FilterHistory(history)
+    )
+
+
+@contextlib.asynccontextmanager
+async def dashboard(
+    provider: Any, table: str | None = "orders", size: tuple[int, int] = (140, 40), **options: Any
+) -> AsyncIterator[tuple[DashboardApp, Any]]:
+    """The dashboard running on ``provider``, ``table`` opened from the table list."""
+    app = make_app(provider, **options)
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        if table is not None:
+            await open_table(app, pilot, table)
+        yield app, pilot

@@ -1,0 +1,68 @@
+"""Snapshots of the dashboard's main screens (pytest-textual-snapshot): the table list,
+rows, a filter error, row detail, the edit form, the spec, help and the order picker.
+Update them after a deliberate change with ``pytest tests/test_dashboard_snapshots.py
+--snapshot-update`` and look at the report."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from dashboard_support import filled, make_app, open_table, settle, type_text
+
+import spi
+
+SIZE = (120, 36)
+
+
+def app_on(table: str | None = None) -> Any:
+    return make_app(filled(spi.connect("memory://")), table=table)
+
+
+def then(*keys: str, typed: str = "") -> Callable[[Any], Awaitable[None]]:
+    """Wait for the dashboard to settle, press ``keys`` (and type ``typed``), settle again."""
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot.app, pilot)
+        await pilot.press(*keys)
+        if typed:
+            await type_text(pilot, typed)
+            await pilot.press("enter")
+        await settle(pilot.app, pilot)
+
+    return run_before
+
+
+def test_table_list(snap_compare: Any) -> None:
+    assert snap_compare(app_on(), terminal_size=SIZE, run_before=then())
+
+
+def test_rows(snap_compare: Any) -> None:
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot.app, pilot)
+        await open_table(pilot.app, pilot, "orders")
+        await pilot.press("down", "down")
+
+    assert snap_compare(app_on(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_filter_error(snap_compare: Any) -> None:
+    assert snap_compare(app_on("orders"), terminal_size=SIZE, run_before=then("slash", typed="total > 'x'"))
+
+
+def test_row_detail(snap_compare: Any) -> None:
+    assert snap_compare(app_on("alltypes"), terminal_size=SIZE, run_before=then("enter"))
+
+
+def test_edit_form(snap_compare: Any) -> None:
+    assert snap_compare(app_on("orders"), terminal_size=(120, 45), run_before=then("e"))
+
+
+def test_spec(snap_compare: Any) -> None:
+    assert snap_compare(app_on("orders"), terminal_size=SIZE, run_before=then("s"))
+
+
+@pytest.mark.parametrize("key", ["question_mark", "o"])
+def test_help_and_order(snap_compare: Any, key: str) -> None:
+    assert snap_compare(app_on("orders"), terminal_size=(120, 45), run_before=then(key))
