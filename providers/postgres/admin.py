@@ -172,6 +172,11 @@ def _check_spec(spec: Any) -> None:
     if not isinstance(spec, TableSpec):
         raise SchemaError(f"expected a TableSpec, got {type(spec).__name__}")
     validate_name(spec.name, "table")
+    if spec.changes:
+        raise SchemaError(
+            f"table {spec.name!r}: the postgresql provider does not record change feeds; "
+            'leave "changes" out of the spec or use a provider that records them (memory, rocksdb)'
+        )
 
 
 __all__ = ["PgAdmin"]
