@@ -130,15 +130,16 @@ class ChangeSignal(Protocol):
 
 
 def follow(
-    read: Callable[[], list[Change]],
+    read: Callable[[], tuple[list[Change], bool]],
     signal: ChangeSignal,
     timeout: float | None,
     *,
     recheck: float = 1.0,
 ) -> Iterator[Change]:
-    """The live part of ``watch``: ``read()`` returns the events committed since its
-    previous call (raising when the table is gone); yield them, then wait for the
-    signal and read again. Ends after ``timeout`` seconds without an event.
+    """The live part of ``watch``: ``read()`` returns events committed since its
+    previous call and whether more are already waiting (raising when the table is
+    gone); yield them, then, when caught up, wait for the signal and read again.
+    Ends after ``timeout`` seconds without an event.
 
     The marker is taken before each read, so a commit that lands after the read
     changes it and wakes the wait; ``recheck`` seconds bound a wait in any case
@@ -147,10 +148,12 @@ def follow(
     last = time.monotonic()
     while True:
         marker = signal.mark()
-        events = read()
+        events, more = read()
         for event in events:
             yield event
             last = time.monotonic()
+        if more:
+            continue
         wait = recheck
         if timeout is not None:
             left = last + timeout - time.monotonic()

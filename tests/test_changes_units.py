@@ -128,7 +128,7 @@ def test_follow_yields_what_each_read_returns_and_stops_after_the_timeout() -> N
         [Change(2, "t", "delete", {"k": 2}, None, None, when)],
     ]
     signal = _Signal()
-    got = [c.revision for c in follow(lambda: batches.pop(0) if batches else [], signal, 0.05)]
+    got = [c.revision for c in follow(lambda: (batches.pop(0) if batches else [], False), signal, 0.05)]
     assert got == [1, 2]
     assert signal.waits and all(w <= 0.05 for w in signal.waits)
 

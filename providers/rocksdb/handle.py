@@ -12,6 +12,12 @@ and unlocks the file — at once if another process is waiting.
 A process that waits for the lock holds a shared ``flock`` on ``kvctl.wait``; a
 holder that sees it (and has held the path for :data:`QUANTUM` seconds) closes at
 the end of its current transaction and lets the waiter in before competing again.
+
+Change-feed watchers must not hold the path while they wait, so a commit that takes
+a revision writes it into ``kvctl.rev`` (still holding the lock, so the file only
+moves forward) and notifies this process's watchers; watchers in other processes
+read the file every :data:`ANNOUNCE_POLL` seconds and take a session only when it
+changed.
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ QUANTUM = 0.05
 another process is waiting for it."""
 LOCK_NAME = "kvctl.lock"
 WAIT_NAME = "kvctl.wait"
+REVISION_NAME = "kvctl.rev"
+ANNOUNCE_POLL = 0.02
+"""Seconds between two reads of ``kvctl.rev`` by a waiting watcher."""
 _POLITE_MAX = 0.5
 _MAX_POLL = 0.02
 
@@ -95,6 +104,9 @@ class PathHandle:
         self._db: Any = None
         self._lock_fd: int | None = None
         self._wait_fd: int | None = None  # kvctl.wait, kept open with the database: checks cost no open()
+        self._revision_fd: int | None = None  # kvctl.rev, opened by the first announcement, closed with the database
+        self._announced = threading.Condition()
+        self._close_on_release = False
         self._opened_at = 0.0
         self._idle_since: float | None = None
         self._reaper: threading.Thread | None = None
@@ -105,8 +117,10 @@ class PathHandle:
         was closed) and by catalog changes (see :meth:`StoreSession.generation`)."""
 
     # ------------------------------------------------------------------ sessions
-    def acquire(self, timeout: float) -> Any:
-        """Exclusive use of the open database, waiting at most ``timeout`` seconds."""
+    def acquire(self, timeout: float, *, brief: bool = False) -> Any:
+        """Exclusive use of the open database, waiting at most ``timeout`` seconds.
+        ``brief``: a one-off read by a process that then waits (a watcher): if it has
+        to open the database, :meth:`release` closes it at once instead of lingering."""
         me = threading.get_ident()
         with self._mutex:
             if self._owner is None and not self._queue:
@@ -119,6 +133,7 @@ class PathHandle:
                 self._close()
             if self._db is None:
                 self._open(time.monotonic() + timeout, timeout)
+                self._close_on_release = brief
         except BaseException:
             self._close()
             self._leave()
@@ -144,9 +159,10 @@ class PathHandle:
     def release(self) -> None:
         """End the current transaction; close at once if another process waits."""
         try:
-            if self._db is not None and self._should_yield():
+            if self._db is not None and (self._close_on_release or self._should_yield()):
                 self._close()
         finally:
+            self._close_on_release = False
             self._leave()
 
     def close_if_idle(self) -> None:
@@ -190,6 +206,41 @@ class PathHandle:
                     finally:
                         self._reaper_parked = False
             self._reaper = None
+
+    # -------------------------------------------------------------- change feeds
+    def announce(self, revision: int) -> None:
+        """Publish ``revision`` to watchers (the caller holds the open database)."""
+        try:
+            if self._revision_fd is None:
+                self._revision_fd = os.open(
+                    os.path.join(self.path, REVISION_NAME), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644
+                )
+            os.pwrite(self._revision_fd, b"%020d" % revision, 0)
+        except OSError:
+            pass  # the commit stands; watchers still look again every few seconds
+        with self._announced:
+            self._announced.notify_all()
+
+    def revision_marker(self) -> bytes | None:
+        """What ``kvctl.rev`` holds now (None: no revision announced yet)."""
+        try:
+            fd = os.open(os.path.join(self.path, REVISION_NAME), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            return os.pread(fd, 32, 0)
+        finally:
+            os.close(fd)
+
+    def wait_for_announcement(self, marker: bytes | None, timeout: float) -> None:
+        """Return once ``kvctl.rev`` no longer holds ``marker`` or after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while self.revision_marker() == marker:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            with self._announced:
+                self._announced.wait(min(left, ANNOUNCE_POLL))
 
     # -------------------------------------------------------------- inter-process
     def _should_yield(self) -> bool:
@@ -318,6 +369,9 @@ class PathHandle:
         if self._wait_fd is not None:
             os.close(self._wait_fd)
             self._wait_fd = None
+        if self._revision_fd is not None:
+            os.close(self._revision_fd)
+            self._revision_fd = None
         if fd is not None:
             os.close(fd)
 

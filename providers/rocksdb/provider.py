@@ -132,6 +132,9 @@ class _RocksSession(StoreSession):
     def advance_generation(self) -> None:
         self._handle.generation += 1
 
+    def announce(self, revision: int) -> None:
+        self._handle.announce(revision)
+
     def release(self) -> None:
         if self._boxes:
             for box in list(self._boxes.values()):
@@ -152,8 +155,18 @@ class RocksStore(OrderedStore):
         db = self._handle.acquire(self.options.busy_timeout)
         return _RocksSession(self._handle, db, self.options.sync)
 
+    def brief_session(self) -> StoreSession:
+        db = self._handle.acquire(self.options.busy_timeout, brief=True)
+        return _RocksSession(self._handle, db, self.options.sync)
+
     def close(self) -> None:
         self._handle.close_if_idle()
+
+    def change_marker(self) -> Any:
+        return self._handle.revision_marker()
+
+    def wait_for_change(self, marker: Any, timeout: float) -> None:
+        self._handle.wait_for_announcement(marker, timeout)
 
 
 class RocksDBProvider(KvProvider):
@@ -162,7 +175,9 @@ class RocksDBProvider(KvProvider):
     URL options: ``?busy_timeout=SECONDS`` (default 5) bounds how long a
     transaction waits for another thread's or process's transaction;
     ``?sync=true`` fsyncs the write-ahead log on every commit (default false:
-    commits survive a killed process, the last ones may be lost on power loss).
+    commits survive a killed process, the last ones may be lost on power loss);
+    ``?changes_retention=SECONDS`` (default 7 days, 0: until compacted) how long
+    change-feed events are kept.
     """
 
     capabilities: frozenset[str] = frozenset(
@@ -173,6 +188,7 @@ class RocksDBProvider(KvProvider):
             Capability.THREADS,
             Capability.PROCESSES,
             Capability.DURABLE,
+            Capability.CHANGES,
         }
     )
 
@@ -184,4 +200,4 @@ class RocksDBProvider(KvProvider):
             raise ProviderUnavailableError(
                 f"rocksdb {options.path} exists and is not a directory; a rocksdb: URL names a database directory"
             )
-        return cls(url, RocksStore(options))
+        return cls(url, RocksStore(options), changes_retention=options.changes_retention)

@@ -40,6 +40,7 @@ class KvAdmin(Admin):
             change = plan_schema_change(old.spec, spec)
             if change.empty:
                 return
+            tx.feed_touched = old.spec.changes  # its watchers look again
             layout = Layout(spec, old.columns + [f.name for f in change.added_fields], old.table_id)
             for column in change.dropped_indexes:
                 tx.delete_prefix(old.index_prefix(column))
@@ -78,6 +79,7 @@ class KvAdmin(Admin):
                     return
                 raise TableNotFoundError(f"table {name!r} does not exist")
             layout = tx.layout(name)
+            tx.feed_touched = layout.spec.changes  # its watchers end
             tx.forget_layout(name)
             tx.delete_prefix(layout.prefix)
 

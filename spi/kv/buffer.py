@@ -56,6 +56,12 @@ class WriteBuffer:
         self._range_deletes: list[tuple[bytes, bytes]] = []
         self._cursors: weakref.WeakSet[Cursor] | None = None  # made by the first cursor
         self.ended = False
+        self.events: list[bytes] = []
+        """Change-feed events of this transaction's writes to change-fed tables, in
+        call order (see :mod:`spi.kv.feed`); they get a revision at commit."""
+        self.feed_touched = False
+        """True when a change-fed table's catalog entry changes: the commit takes a
+        revision even without events, which wakes the table's watchers."""
 
     def generation(self) -> int | None:
         """The store's generation (see :meth:`StoreSession.generation`)."""
@@ -126,6 +132,10 @@ class WriteBuffer:
         """Delete every key under ``prefix`` at commit (used for drops, never read after)."""
         hi = prefix_successor(prefix)
         assert hi is not None
+        self.delete_range(prefix, hi)
+
+    def delete_range(self, prefix: bytes, hi: bytes) -> None:
+        """Delete every key in ``[prefix, hi)`` at commit (never read after)."""
         self._range_deletes.append((prefix, hi))
         for k in list(self._sorted_writes().irange(prefix, hi, inclusive=(True, False))):
             del self._writes[k]
@@ -190,8 +200,10 @@ class WriteBuffer:
                 c.close()
             self._cursors = None
 
-    def flush(self) -> None:
-        """Commit the buffered writes to the store as one batch, then release the session."""
+    def flush(self, revision: int | None = None) -> None:
+        """Commit the buffered writes to the store as one batch, then release the
+        session; ``revision``: the change-feed revision the batch takes, announced
+        (:meth:`StoreSession.announce`) before the session ends."""
         try:
             self.end()
             writes = self._writes
@@ -199,6 +211,8 @@ class WriteBuffer:
                 # In key order: RocksDB inserts a sorted batch several times faster.
                 keys = sorted(writes)
                 self._session.commit(self._range_deletes, keys, list(map(writes.__getitem__, keys)))
+            if revision is not None:
+                self._session.announce(revision)
         finally:
             self._session.release()
 

@@ -8,6 +8,14 @@ All keys are byte strings, compared unsigned:
 - ``01 tid(4) 00 key`` → row: msgpack ``[version, value...]`` in layout order
 - ``01 tid(4) 01 col(2) nullable-value key`` → empty: index entry of column ``col``
   (its position in the layout); row and index entries change in one atomic commit
+- ``02 'e' rev(8) seq(4)`` → change feed (:mod:`spi.kv.feed`): ``seq`` 0 is the
+  revision's header, msgpack ``commit time (µs since the epoch, UTC)``; ``seq`` 1, 2...
+  its events in call order, msgpack ``[op, row store key, stored row | nil]`` (``op``
+  the position in :data:`spi.changes.OPS`; the row key ``01 tid 00 key`` names the
+  table and the key; the stored row is the row's value after the write, with its
+  version). Written in the same commit as the rows they describe.
+- ``02 'o'`` → the revision the feed is compacted through (events up to it are gone)
+- ``02 'r'`` → the store's current revision
 """
 
 from __future__ import annotations
@@ -34,6 +42,9 @@ NEXT_ID = b"\x00n"
 DATA = b"\x01"
 ROWS = b"\x00"
 INDEX = b"\x01"
+EVENTS = b"\x02e"
+COMPACTED = b"\x02o"
+REVISION = b"\x02r"
 _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
 

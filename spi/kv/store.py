@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from typing import Any
 
 from spi.errors import KvError
+
+POLL_INTERVAL = 0.1
+"""Seconds between two looks of a watch on a store that cannot signal changes."""
 
 
 def ended_error() -> KvError:
@@ -56,6 +61,10 @@ class StoreSession(ABC):
         """Note that this session commits a change :meth:`generation` must reflect (a
         catalog change): later sessions get a new number."""
 
+    def announce(self, revision: int) -> None:
+        """Called after a commit that took change-feed ``revision``, before the
+        session ends: wake the store's watchers (:meth:`OrderedStore.change_marker`)."""
+
 
 class OrderedStore(ABC):
     """A sorted byte-string map that hands out exclusive sessions."""
@@ -64,5 +73,20 @@ class OrderedStore(ABC):
     def session(self) -> StoreSession:
         """Wait for exclusive access (busy timeout) and start a session."""
 
+    def brief_session(self) -> StoreSession:
+        """A session for one short read by a caller that then waits a while (a
+        watch): stores may release at once what they had to open for it."""
+        return self.session()
+
     def close(self) -> None:
         """Release everything the store holds."""
+
+    def change_marker(self) -> Any:
+        """A cheap value that changes whenever a session announces a revision (in any
+        process that shares the store); None when the store cannot tell."""
+        return None
+
+    def wait_for_change(self, marker: Any, timeout: float) -> None:
+        """Return once :meth:`change_marker` is no longer ``marker``, or after
+        ``timeout`` seconds (a store that cannot tell just sleeps: watchers poll)."""
+        time.sleep(min(timeout, POLL_INTERVAL))
