@@ -8,12 +8,14 @@ copied them fails to commit with :class:`ConflictError`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from spi.changes import Change
 from spi.errors import ConflictError, InvalidFieldError, TableExistsError, TableNotFoundError
 from spi.spec import TableSpec
+from spi.testing.reference.feed import Feed, Pending
 from spi.testing.reference.records import StoredTable
 from spi.testing.reference.table import ReferenceTable, load_batches
 
@@ -56,9 +58,11 @@ def stored(tables: dict[str, StoredTable], name: str) -> StoredTable:
 class ReferenceTransaction:
     """A transaction over private copies of the tables it opens."""
 
-    def __init__(self, tables: dict[str, StoredTable]) -> None:
+    def __init__(self, tables: dict[str, StoredTable], feed: Feed) -> None:
         self._tables = tables
+        self._feed = feed
         self._open: dict[str, tuple[int, ReferenceTable]] = {}  # name -> (commits seen, table)
+        self._pending: Pending = []  # change-feed events, in call order
         self._done = False
 
     def table(self, name: str) -> ReferenceTable:
@@ -67,7 +71,8 @@ class ReferenceTransaction:
             raise InvalidFieldError("this transaction has ended; open a new one")
         if name not in self._open:
             committed = stored(self._tables, name)
-            self._open[name] = (committed.commits, ReferenceTable(committed.spec, list(committed.rows)))
+            feed = self._pending if committed.spec.changes else None
+            self._open[name] = (committed.commits, ReferenceTable(committed.spec, list(committed.rows), feed))
         return self._open[name][1]
 
     def __enter__(self) -> Self:
@@ -88,6 +93,7 @@ class ReferenceTransaction:
             committed = self._tables[name]
             committed.rows = list(table.rows)  # a handle kept after the commit cannot reach it
             committed.commits += 1
+        self._feed.commit(self._pending)
 
 
 def _autocommit(operation: str) -> Callable[..., Any]:
@@ -139,11 +145,27 @@ class ReferenceProvider:
 
     def __init__(self) -> None:
         self._tables: dict[str, StoredTable] = {}
+        self._feed = Feed()
         self.admin = ReferenceAdmin(self._tables)
 
     def transaction(self) -> ReferenceTransaction:
         """A new transaction (a context manager: commit on exit, roll back on an exception)."""
-        return ReferenceTransaction(self._tables)
+        return ReferenceTransaction(self._tables, self._feed)
+
+    def revision(self) -> int:
+        """How many transactions recorded change-feed events."""
+        return self._feed.revision
+
+    def changes(
+        self, tables: Any = None, *, since: Any = 0, key: Any = None, prefix: Any = None, limit: Any = None
+    ) -> Iterator[Change]:
+        """The recorded events after ``since`` (see :class:`spi.testing.reference.feed.Feed`)."""
+        specs = {name: table.spec for name, table in self._tables.items()}
+        return self._feed.changes(specs, tables, since, key, prefix, limit)
+
+    def compact(self, revision: Any) -> None:
+        """Forget the events up to ``revision``."""
+        self._feed.compact(revision)
 
     def run(self, fn: Callable[[ReferenceTransaction], T], retries: int = 10) -> T:
         """``fn(tx)`` in a transaction, retried up to ``retries`` times on :class:`ConflictError`."""
