@@ -56,6 +56,9 @@ class _MemorySession(StoreSession):
     def advance_generation(self) -> None:
         self._store.generation += 1
 
+    def known_revision(self) -> int:
+        return self._store.announced  # only this process's sessions write a memory store
+
     def announce(self, revision: int) -> None:
         store = self._store
         with store.changed:

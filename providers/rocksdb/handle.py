@@ -15,9 +15,9 @@ the end of its current transaction and lets the waiter in before competing again
 
 Change-feed watchers must not hold the path while they wait, so a commit that takes
 a revision writes it into ``kvctl.rev`` (still holding the lock, so the file only
-moves forward) and notifies this process's watchers; watchers in other processes
-read the file every :data:`ANNOUNCE_POLL` seconds and take a session only when it
-changed.
+moves forward; through a shared memory map of the file, which costs no system call)
+and notifies this process's watchers; watchers in other processes read the file every
+:data:`ANNOUNCE_POLL` seconds and take a session only when it changed.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import atexit
 import contextlib
 import fcntl
 import functools
+import mmap
 import os
 import random
 import threading
@@ -104,8 +105,10 @@ class PathHandle:
         self._db: Any = None
         self._lock_fd: int | None = None
         self._wait_fd: int | None = None  # kvctl.wait, kept open with the database: checks cost no open()
-        self._revision_fd: int | None = None  # kvctl.rev, opened by the first announcement, closed with the database
+        self._revision_map: mmap.mmap | None = None  # kvctl.rev, mapped by the first announcement until closing
         self._announced = threading.Condition()
+        self._listeners = 0  # this process's watchers waiting for an announcement
+        self._announced_at: tuple[int, int] | None = None  # (generation, revision) of the last announcement
         self._close_on_release = False
         self._opened_at = 0.0
         self._idle_since: float | None = None
@@ -210,16 +213,22 @@ class PathHandle:
     # -------------------------------------------------------------- change feeds
     def announce(self, revision: int) -> None:
         """Publish ``revision`` to watchers (the caller holds the open database)."""
+        self._announced_at = (self.generation, revision)
         try:
-            if self._revision_fd is None:
-                self._revision_fd = os.open(
-                    os.path.join(self.path, REVISION_NAME), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644
-                )
-            os.pwrite(self._revision_fd, b"%020d" % revision, 0)
-        except OSError:
+            if self._revision_map is None:
+                self._revision_map = _map_revision_file(os.path.join(self.path, REVISION_NAME))
+            self._revision_map[:_REVISION_BYTES] = b"%020d" % revision
+        except (OSError, ValueError):
             pass  # the commit stands; watchers still look again every few seconds
-        with self._announced:
-            self._announced.notify_all()
+        if self._listeners:
+            with self._announced:
+                self._announced.notify_all()
+
+    def known_revision(self) -> int | None:
+        """The last revision announced here, if the database stayed open since (no
+        other process can have committed one) and no catalog change came between."""
+        known = self._announced_at
+        return known[1] if known is not None and known[0] == self.generation else None
 
     def revision_marker(self) -> bytes | None:
         """What ``kvctl.rev`` holds now (None: no revision announced yet)."""
@@ -240,7 +249,11 @@ class PathHandle:
             if left <= 0:
                 return
             with self._announced:
-                self._announced.wait(min(left, ANNOUNCE_POLL))
+                self._listeners += 1
+                try:
+                    self._announced.wait(min(left, ANNOUNCE_POLL))
+                finally:
+                    self._listeners -= 1
 
     # -------------------------------------------------------------- inter-process
     def _should_yield(self) -> bool:
@@ -369,11 +382,25 @@ class PathHandle:
         if self._wait_fd is not None:
             os.close(self._wait_fd)
             self._wait_fd = None
-        if self._revision_fd is not None:
-            os.close(self._revision_fd)
-            self._revision_fd = None
+        if self._revision_map is not None:
+            self._revision_map.close()
+            self._revision_map = None
         if fd is not None:
             os.close(fd)
+
+
+_REVISION_BYTES = 20
+
+
+def _map_revision_file(path: str) -> mmap.mmap:
+    """``kvctl.rev`` mapped for writing (created as 20 zero bytes when missing)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        if os.fstat(fd).st_size < _REVISION_BYTES:
+            os.ftruncate(fd, _REVISION_BYTES)
+        return mmap.mmap(fd, _REVISION_BYTES)
+    finally:
+        os.close(fd)
 
 
 BLOCK_CACHE_BYTES = 64 * 1024 * 1024

@@ -135,6 +135,9 @@ class _RocksSession(StoreSession):
     def announce(self, revision: int) -> None:
         self._handle.announce(revision)
 
+    def known_revision(self) -> int | None:
+        return self._handle.known_revision()
+
     def release(self) -> None:
         if self._boxes:
             for box in list(self._boxes.values()):

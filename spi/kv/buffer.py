@@ -67,6 +67,10 @@ class WriteBuffer:
         """The store's generation (see :meth:`StoreSession.generation`)."""
         return self._session.generation()
 
+    def known_revision(self) -> int | None:
+        """See :meth:`StoreSession.known_revision`."""
+        return self._session.known_revision()
+
     def is_buffered(self, key: bytes) -> bool:
         """True if this transaction wrote ``key`` (its value is not the store's)."""
         return key in self._writes

@@ -100,11 +100,16 @@ def compacted_through(view: WriteBuffer) -> int:
 
 def record(buffer: WriteBuffer, settings: FeedSettings) -> int:
     """Give ``buffer``'s events the next revision, in its own write batch; the revision."""
-    revision = current_revision(buffer) + 1
+    known = buffer.known_revision()
+    revision = (current_revision(buffer) if known is None else known) + 1
     now = time.time_ns() // 1000
     events = buffer.events
-    keys = list(map(_EVENT_KEY.pack, repeat(EVENTS), repeat(revision), range(len(events) + 1)))
-    buffer.put_many(keys, chain((pack(now),), events))
+    if len(events) == 1:  # the common one-row transaction, without building lists
+        buffer.put(_EVENT_KEY.pack(EVENTS, revision, 0), pack(now))
+        buffer.put(_EVENT_KEY.pack(EVENTS, revision, 1), events[0])
+    else:
+        keys = list(map(_EVENT_KEY.pack, repeat(EVENTS), repeat(revision), range(len(events) + 1)))
+        buffer.put_many(keys, chain((pack(now),), events))
     buffer.put(REVISION, pack(revision))
     if settings.retention_due():
         _trim(buffer, now - int(settings.retention * 1_000_000), revision - 1)

@@ -65,6 +65,11 @@ class StoreSession(ABC):
         """Called after a commit that took change-feed ``revision``, before the
         session ends: wake the store's watchers (:meth:`OrderedStore.change_marker`)."""
 
+    def known_revision(self) -> int | None:
+        """The revision last announced, if nothing else can have committed one since
+        (RocksDB: the database stayed open; see :meth:`generation`); None: read it."""
+        return None
+
 
 class OrderedStore(ABC):
     """A sorted byte-string map that hands out exclusive sessions."""
