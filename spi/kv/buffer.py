@@ -11,6 +11,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable, Iterator
 from itertools import islice
+from typing import Any
 
 from sortedcontainers import SortedList
 
@@ -54,11 +55,12 @@ class WriteBuffer:
         self._writes: dict[bytes, bytes | None] = {}
         self._sorted: SortedList | None = None
         self._range_deletes: list[tuple[bytes, bytes]] = []
+        self._last: tuple[list[bytes], list[bytes]] | None = None  # see append_last
         self._cursors: weakref.WeakSet[Cursor] | None = None  # made by the first cursor
         self.ended = False
-        self.events: list[bytes] = []
+        self.events: list[Any] = []
         """Change-feed events of this transaction's writes to change-fed tables, in
-        call order (see :mod:`spi.kv.feed`); they get a revision at commit."""
+        call order (:data:`spi.kv.feed.Events`); they get a revision at commit."""
         self.feed_touched = False
         """True when a change-fed table's catalog entry changes: the commit takes a
         revision even without events, which wakes the table's watchers."""
@@ -127,6 +129,11 @@ class WriteBuffer:
         if self._sorted is not None:
             self._sorted.update(k for k in keys if k not in self._writes)
         self._writes.update(zip(keys, values))
+
+    def append_last(self, keys: list[bytes], values: list[bytes]) -> None:
+        """Write ``values`` under ``keys`` at commit: keys in order, written once,
+        never read back and (usually) above every other key written (the change feed)."""
+        self._last = (keys, values)
 
     def remove(self, key: bytes) -> None:
         """Buffer a delete."""
@@ -210,11 +217,19 @@ class WriteBuffer:
         (:meth:`StoreSession.announce`) before the session ends."""
         try:
             self.end()
-            writes = self._writes
-            if writes or self._range_deletes:
+            writes, last = self._writes, self._last
+            if writes or self._range_deletes or last:
                 # In key order: RocksDB inserts a sorted batch several times faster.
                 keys = sorted(writes)
-                self._session.commit(self._range_deletes, keys, list(map(writes.__getitem__, keys)))
+                values: list[bytes | None] = list(map(writes.__getitem__, keys))
+                if last is not None and keys and keys[-1] >= last[0][0]:
+                    writes.update(zip(*last))  # rare (a retention trim): sort them in
+                    keys = sorted(writes)
+                    values = list(map(writes.__getitem__, keys))
+                elif last is not None:
+                    keys += last[0]
+                    values += last[1]
+                self._session.commit(self._range_deletes, keys, values)
             if revision is not None:
                 self._session.announce(revision)
         finally:

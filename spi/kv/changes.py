@@ -1,7 +1,7 @@
 """The read side of the ordered-store engine's change feed: ``revision``,
 ``changes``, ``watch`` and ``compact`` (the write side is :mod:`spi.kv.feed`).
 
-Reads run in short store sessions of at most :data:`CHUNK` events each, so a long
+Reads run in short store sessions of about :data:`CHUNK` events each, so a long
 feed never holds the store (RocksDB: its path) between chunks. Each session
 resolves the tables again: a table dropped since ends the read with
 ``TableNotFoundError``, one whose feed was turned off with ``SchemaError``. A watch
@@ -19,8 +19,8 @@ from spi.codec import decode_key, from_micros, prefix_successor
 from spi.errors import InvalidFieldError, RevisionCompactedError, TableNotFoundError
 from spi.keys import KeyLike
 from spi.kv.buffer import WriteBuffer
-from spi.kv.feed import compacted_through, current_revision, forget_through, parse_event_key, revision_start
-from spi.kv.layout import CATALOG, Layout, LayoutCache, unpack
+from spi.kv.feed import compacted_through, current_revision, forget_through, parse_page, parse_page_key, revision_start
+from spi.kv.layout import CATALOG, Layout, LayoutCache
 from spi.kv.store import OrderedStore, StoreSession
 from spi.kv.transaction import KvTransaction, stored_layout
 from spi.validate import check_limit
@@ -87,7 +87,8 @@ class _Reader:
         self._cache = cache
         self._selection = selection
         self._done = 0  # every revision up to this one is read
-        self._position = b""  # the smallest event key not read yet
+        self._page = b""  # the first page key not read whole...
+        self._skip = 0  # ...and how many of its events are read
 
     def start(self, since: int | None) -> int:
         """Resolve the selection and check ``since`` in a first session; reading
@@ -97,7 +98,7 @@ class _Reader:
             self._selection.resolve(view, self._cache)
             current = current_revision(view)
             self._done = current if since is None else since
-            self._position = revision_start(self._done + 1)
+            self._page = revision_start(self._done + 1)
             self._check_compaction(view)
             return current
         finally:
@@ -113,36 +114,36 @@ class _Reader:
             )
 
     def read(self, end: int | None, limit: int | None) -> tuple[list[Change], bool]:
-        """Up to ``limit`` (and :data:`CHUNK`) matching events from the position up to
-        revision ``end`` (None: the current one), and whether more may follow."""
+        """Up to ``limit`` matching events (reading about :data:`CHUNK`) from the
+        position up to revision ``end`` (None: the current one), and whether more may follow."""
         view = WriteBuffer(self._session())
         try:
             tables = self._selection.resolve(view, self._cache)
             self._check_compaction(view)
             last = current_revision(view) if end is None else end
             out: list[Change] = []
-            when: Any = None
             scanned = 0
             matches = self._selection.matches
-            for k, v in view.iterate(self._position, revision_start(last + 1), False):
-                revision, seq = parse_event_key(k)
-                self._position, self._done = k + b"\x00", revision - 1
-                if seq == 0:
-                    when = from_micros(unpack(v))
-                    continue
-                op, row_key, stored = unpack(v)
-                layout = tables.get(row_key[:_ROW_PREFIX])
-                if layout is not None and matches(row_key):
-                    if when is None:  # the chunk started inside a revision
-                        when = from_micros(unpack(view.get(revision_start(revision)) or b"\x00"))
-                    out.append(_decode(layout, revision, op, row_key, stored, when))
-                    if limit is not None and len(out) >= limit:
-                        return out, True
-                scanned += 1
+            for k, v in view.iterate(self._page, revision_start(last + 1), False):
+                revision, _ = parse_page_key(k)
+                micros, events = parse_page(v)
+                when = from_micros(micros)
+                skip = self._skip if k == self._page else 0
+                self._done = revision - 1
+                for i in range(skip, len(events)):
+                    op, row_key, stored = events[i]
+                    layout = tables.get(row_key[:_ROW_PREFIX])
+                    if layout is not None and matches(row_key):
+                        out.append(_decode(layout, revision, op, row_key, stored, when))
+                        if limit is not None and len(out) >= limit:
+                            self._page, self._skip = k, i + 1
+                            return out, True
+                self._page, self._skip = k + b"\x00", 0
+                scanned += len(events) - skip
                 if scanned >= CHUNK:
                     return out, True
             self._done = max(self._done, last)
-            self._position = revision_start(self._done + 1)
+            self._page, self._skip = revision_start(self._done + 1), 0
             return out, False
         finally:
             view.discard()

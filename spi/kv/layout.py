@@ -8,12 +8,13 @@ All keys are byte strings, compared unsigned:
 - ``01 tid(4) 00 key`` → row: msgpack ``[version, value...]`` in layout order
 - ``01 tid(4) 01 col(2) nullable-value key`` → empty: index entry of column ``col``
   (its position in the layout); row and index entries change in one atomic commit
-- ``02 'e' rev(8) seq(4)`` → change feed (:mod:`spi.kv.feed`): ``seq`` 0 is the
-  revision's header, msgpack ``commit time (µs since the epoch, UTC)``; ``seq`` 1, 2...
-  its events in call order, msgpack ``[op, row store key, stored row | nil]`` (``op``
-  the position in :data:`spi.changes.OPS`; the row key ``01 tid 00 key`` names the
-  table and the key; the stored row is the row's value after the write, with its
-  version). Written in the same commit as the rows they describe.
+- ``02 'e' rev(8) page(4)`` → change feed (:mod:`spi.kv.feed`): the events of
+  revision ``rev``, up to 1000 a page, column by column: ``time(8) n(4) ops(n)
+  key-lengths(4n) row-lengths(4n) row-keys... stored-rows...`` (time in µs since the
+  epoch, UTC; lengths little-endian). ``op`` is the position in
+  :data:`spi.changes.OPS`; a row key ``01 tid 00 key`` names the table and the key;
+  a stored row (a put's; empty for a delete) is the row's value after the write,
+  with its version. Written in the same commit as the rows they describe.
 - ``02 'o'`` → the revision the feed is compacted through (events up to it are gone)
 - ``02 'r'`` → the store's current revision
 """

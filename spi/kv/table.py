@@ -11,7 +11,7 @@ from spi.filters import Expr
 from spi.keys import Range, ResolvedRange, key_of
 from spi.kv.buffer import WriteBuffer
 from spi.kv.bulk import KvLoadPreparer, RowBatch
-from spi.kv.feed import delete_event, put_event
+from spi.kv.feed import delete_event, put_event, put_events
 from spi.kv.layout import Layout
 from spi.kv.scan import Scanner
 from spi.primitives import ScanRequest, Stored
@@ -94,7 +94,7 @@ class KvTable(TableBase):
             for entries in batch.entries:
                 buffer.put_many(entries, repeat(b""))
             if events is not None:
-                events.extend(map(put_event, keys, stored))
+                events.append(put_events(keys, stored))
             return
         if mode == "insert":  # fails whole, before any write (see TableBase._load_batch)
             first = next(i for i, old in enumerate(olds) if old is not None)
