@@ -39,7 +39,7 @@ FIELDS = [spi.Field("id", "long"), spi.Field("g", "long"), spi.Field("pad", "str
 MAX_COST = 1.5
 MAX_P95 = 1.0
 AIM_P95 = 0.2
-REPEAT = 3
+REPEAT = 5
 
 
 def _seconds(work: Callable[[Any], None], url: Callable[[], str], changes: bool) -> float:

@@ -61,9 +61,10 @@ class _MemorySession(StoreSession):
 
     def announce(self, revision: int) -> None:
         store = self._store
-        with store.changed:
-            store.announced = revision
-            store.changed.notify_all()
+        store.announced = revision
+        if store.listeners:
+            with store.changed:
+                store.changed.notify_all()
 
 
 class MemoryStore(OrderedStore):
@@ -77,7 +78,8 @@ class MemoryStore(OrderedStore):
         self.announced = 0
         """The last revision a commit announced (the change marker)."""
         self.changed = threading.Condition()
-        """Notified by every announcement: watchers wake at once."""
+        """Notified by every announcement while watchers wait: they wake at once."""
+        self.listeners = 0
 
     def session(self) -> StoreSession:
         self.lock.acquire(self._busy_timeout)
@@ -88,7 +90,11 @@ class MemoryStore(OrderedStore):
 
     def wait_for_change(self, marker: Any, timeout: float) -> None:
         with self.changed:
-            self.changed.wait_for(lambda: self.announced != marker, timeout)
+            self.listeners += 1
+            try:
+                self.changed.wait_for(lambda: self.announced != marker, timeout)
+            finally:
+                self.listeners -= 1
 
 
 class MemoryProvider(KvProvider):

@@ -36,6 +36,7 @@ _PAGE_KEY = struct.Struct(f">{len(EVENTS)}sQI")
 _REVISION_KEY = struct.Struct(f">{len(EVENTS)}sQ")
 _PAGE_HEAD = struct.Struct(">qI")  # a page: the commit time (µs since the epoch, UTC), the event count
 _SWAP = sys.byteorder == "big"  # lengths are stored little-endian
+_ONE = struct.Struct("<BII")  # the op and lengths of a page of one event
 
 PAGE = 1000
 """Events per stored page."""
@@ -121,6 +122,9 @@ def _pages(when: int, events: list[Events]) -> list[bytes]:
     """The stored pages of a transaction's events (at least one, maybe empty): each
     the time, the count, then the ops, the lengths and the bytes column by column,
     so a batch of rows is framed by a few joins in C, with nothing built per row."""
+    if len(events) == 1 and len(events[0]) == 3:  # one write: no columns to build
+        op, key, stored = events[0]
+        return [_PAGE_HEAD.pack(when, 1) + _ONE.pack(op, len(key), len(stored)) + key + stored]
     pages: list[bytes] = []
     page = _Page()
     for item in events:
