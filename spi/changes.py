@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -114,11 +114,6 @@ def key_filter(spec: TableSpec, key: KeyLike | None, prefix: KeyLike | None) -> 
     return None
 
 
-def key_dict(spec: TableSpec, key: Sequence[Any]) -> dict[str, Any]:
-    """A key tuple as the ``{column: value}`` of :attr:`Change.key`."""
-    return dict(zip(spec.primary_key, key))
-
-
 class ChangeSignal(Protocol):
     """How a watch learns that something may have been committed (any process)."""
 
@@ -163,19 +158,6 @@ def follow(
         signal.wait(marker, wait)
 
 
-def change_of(
-    spec: TableSpec,
-    revision: int,
-    op: int,
-    key: tuple[Any, ...],
-    row: Mapping[str, Any] | None,
-    version: int | None,
-    when: dt.datetime,
-) -> Change:
-    """A :class:`Change` from a provider's stored form (``op``: the position in :data:`OPS`)."""
-    return Change(revision, spec.name, OPS[op], key_dict(spec, key), None if row is None else dict(row), version, when)
-
-
 __all__ = [
     "DELETE",
     "EXPIRE",
@@ -183,12 +165,10 @@ __all__ = [
     "PUT",
     "Change",
     "ChangeSignal",
-    "change_of",
     "check_revision",
     "check_tables",
     "check_timeout",
     "follow",
-    "key_dict",
     "key_filter",
     "no_change_feeds",
     "require_feed",
