@@ -218,11 +218,17 @@ def test_table_create_and_alter_turn_the_feed_on_and_off(url: str, tmp_path: Pat
     assert json.loads(kv(url, "table", "describe", "t2", "-o", "json").out)["changes"] is True
 
 
-def test_a_provider_without_change_feeds_says_so(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_watch_and_changes_on_postgres(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     url = provider_url("postgres", tmp_path, request)
-    assert kv(url, "table", "create", "t", "--field", "id:long", "--pk", "id").code == 0
-    for args in (["revision"], ["changes"], ["watch", "t", "--timeout", "1"]):
-        res = kv(url, *args)
-        assert_one_error(res, 2)
-        assert "does not record change feeds" in res.err
-    assert_one_error(kv(url, "table", "create", "u", "--field", "id:long", "--pk", "id", "--changes"), 2)
+    assert kv(url, "table", "create", "t", "--field", "id:long", "--pk", "id", "--changes").code == 0
+    assert kv(url, "revision").out == "0\n"
+    watcher = spawn(url, "watch", "t", "--count", "2", "--timeout", "60")
+    time.sleep(1.0)
+    kv(url, "put", "t", '{"id": 1}')
+    kv(url, "delete", "t", "id=1")
+    out, err = watcher.communicate(timeout=60)
+    assert watcher.returncode == 0, err
+    assert [(e["revision"], e["op"]) for e in map(json.loads, out.splitlines())] == [(1, "put"), (2, "delete")]
+    assert [e["op"] for e in events(kv(url, "changes", "t"))] == ["put", "delete"]
+    assert kv(url, "changes", "compact", "--before", "2", "--yes").code == 0
+    assert_one_error(kv(url, "changes", "t"), 1)

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
 
 from providers.postgres.database import PgDatabase
+from providers.postgres.feed import ensure_feed, touch
 from providers.postgres.schema import SQL_TYPES, VERSION, index_name, qualified
 from providers.postgres.transaction import PgTransaction, begin
 from spi.errors import SchemaError, TableExistsError, TableNotFoundError
@@ -56,6 +57,8 @@ class PgAdmin(Admin):
         tx.execute(CreateTable(table))
         for index in sorted(table.indexes, key=lambda i: str(i.name)):
             tx.execute(CreateIndex(index))
+        if spec.changes:
+            ensure_feed(tx, self._db.schema)
         self._save(tx, spec, new=True)
 
     def create(self, spec: TableSpec) -> None:
@@ -78,6 +81,10 @@ class PgAdmin(Admin):
             change = plan_schema_change(old, spec)
             if change.empty:
                 return
+            if spec.changes:
+                ensure_feed(tx, self._db.schema)
+            if old.changes:
+                touch(tx, self._db.schema)  # its watchers look again
             table = self._db.table_sql(spec).table
             schema = self._db.schema
             name = qualified(tx.dialect, schema, spec.name)
@@ -119,8 +126,11 @@ class PgAdmin(Admin):
                 if missing_ok:
                     return
                 raise TableNotFoundError(f"table {name!r} does not exist")
-            table = self._db.table_sql(TableSpec.from_dict(row.spec)).table
+            old = TableSpec.from_dict(row.spec)
+            table = self._db.table_sql(old).table
             tx.execute(DropTable(table, if_exists=True))
+            if old.changes:
+                touch(tx, self._db.schema, dropped=name)  # its events go; its watchers end
             catalog = self._db.catalog
             tx.execute(catalog.delete().where(catalog.c.name == name))
 
@@ -172,11 +182,6 @@ def _check_spec(spec: Any) -> None:
     if not isinstance(spec, TableSpec):
         raise SchemaError(f"expected a TableSpec, got {type(spec).__name__}")
     validate_name(spec.name, "table")
-    if spec.changes:
-        raise SchemaError(
-            f"table {spec.name!r}: the postgresql provider does not record change feeds; "
-            'leave "changes" out of the spec or use a provider that records them (memory, rocksdb)'
-        )
 
 
 __all__ = ["PgAdmin"]

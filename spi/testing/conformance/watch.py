@@ -125,13 +125,14 @@ _WRITER = textwrap.dedent(
     """
     import sys, spi
     url, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    def both(tx, i):
+        t = tx.table("orders")
+        t.upsert({"region": name, "id": i, "status": "a"})
+        t.upsert({"region": name, "id": i, "status": "b"})
     with spi.connect(url) as p:
         for i in range(n):
             if i % 3 == 2:
-                with p.transaction() as tx:
-                    t = tx.table("orders")
-                    t.upsert({"region": name, "id": i, "status": "a"})
-                    t.upsert({"region": name, "id": i, "status": "b"})
+                p.run(lambda tx: both(tx, i), retries=100)
             else:
                 p.table("orders").upsert({"region": name, "id": i})
     """
