@@ -72,4 +72,5 @@ def altered(
     if missing:
         raise CliError(f"--drop-index: {old.name!r} has no index on {', '.join(missing)}")
     indexes = [i for i in old.indexes if i not in drop_indexes] + list(add_indexes)
-    return spi.TableSpec(old.name, [*old.fields, *(parse_field(f) for f in add_fields)], old.primary_key, indexes)
+    fields = [*old.fields, *(parse_field(f) for f in add_fields)]
+    return spi.TableSpec(old.name, fields, old.primary_key, indexes, changes=old.changes)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from spi import errors
     from spi.capabilities import Capability
+    from spi.changes import Change
     from spi.errors import (
         ConflictError,
         IncompatibleSchemaError,
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
         KvError,
         LimitExceededError,
         ProviderUnavailableError,
+        RevisionCompactedError,
         RowExistsError,
         RowNotFoundError,
         SchemaError,
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "errors": "spi.errors",
     "Capability": "spi.capabilities",
+    "Change": "spi.changes",
     **dict.fromkeys(
         [
             "ConflictError",
@@ -50,6 +53,7 @@ _HOMES = {
             "KvError",
             "LimitExceededError",
             "ProviderUnavailableError",
+            "RevisionCompactedError",
             "RowExistsError",
             "RowNotFoundError",
             "SchemaError",
@@ -97,6 +101,7 @@ __all__ = [
     "Admin",
     "AutoCommitTable",
     "Capability",
+    "Change",
     "ConflictError",
     "Expr",
     "Field",
@@ -110,6 +115,7 @@ __all__ = [
     "ProviderBase",
     "ProviderUnavailableError",
     "Range",
+    "RevisionCompactedError",
     "Row",
     "RowExistsError",
     "RowNotFoundError",

@@ -4,7 +4,7 @@ Every provider implements every operation of the contract, transactions and
 secondary indexes included (every provider declares those two); the other
 capabilities name a guarantee or an extra that not every store can give. The
 conformance kit (:mod:`spi.testing`) runs the groups that need one (threads,
-processes, durability, verify) only on providers that declare it and reports them
+processes, durability, verify, changes) only on providers that declare it and reports them
 as not applicable on the others. A provider's own extras use a dotted name
 (``"acme.snapshots"``) so they cannot be mistaken for a misspelt standard one.
 """
@@ -31,6 +31,9 @@ class Capability(StrEnum):
     """Committed data survives closing the provider and opening the URL again."""
     SQL = "sql"
     """The rows are ordinary SQL tables that other SQL tools can read."""
+    CHANGES = "changes"
+    """Specs may say ``changes=True``: ``revision``, ``changes``, ``watch`` and
+    ``compact`` serve the tables' change feeds (:mod:`spi.changes`)."""
 
 
 __all__ = ["Capability"]

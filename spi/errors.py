@@ -87,3 +87,13 @@ class UrlError(KvError):
 class ProviderUnavailableError(KvError):
     """The store cannot be reached: server down, path locked past the busy timeout,
     bad credentials."""
+
+
+class RevisionCompactedError(KvError):
+    """A change feed was asked for events after a revision that compaction (or the
+    retention period) has already forgotten; ``oldest`` is the oldest ``since``
+    still accepted."""
+
+    def __init__(self, message: str, *, oldest: int) -> None:
+        super().__init__(message)
+        self.oldest = oldest

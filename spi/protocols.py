@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, runtime_checkabl
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from spi.changes import Change
     from spi.filters import Expr
     from spi.keys import KeyLike, Range
     from spi.primitives import ColumnBatch
@@ -232,6 +233,37 @@ class Provider(Protocol):
 
     def table(self, name: str) -> Table:
         """An auto-commit handle: each call is its own transaction."""
+
+    def revision(self) -> int:
+        """The store's current revision (0 before the first recorded write); needs
+        capability ``changes``."""
+
+    def changes(
+        self,
+        tables: str | Sequence[str] | None = None,
+        *,
+        since: int = 0,
+        key: KeyLike | None = None,
+        prefix: KeyLike | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Change]:
+        """Recorded events with revision > ``since`` up to the current revision, in
+        (revision, call order); ``tables=None``: every change-fed table."""
+
+    def watch(
+        self,
+        table: str,
+        *,
+        key: KeyLike | None = None,
+        prefix: KeyLike | None = None,
+        since: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[Change]:
+        """The events after ``since`` (default: the current revision), then live events
+        as transactions commit in any process; ends after ``timeout`` seconds without one."""
+
+    def compact(self, revision: int) -> None:
+        """Forget the events with revision <= ``revision``."""
 
     def close(self) -> None:
         """Release connections and files; the provider is unusable afterwards."""

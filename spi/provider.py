@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from spi.changes import Change, no_change_feeds
 from spi.errors import ConflictError, InvalidFieldError
 from spi.filters import Expr
 from spi.keys import KeyLike, Range
@@ -130,6 +131,39 @@ class ProviderBase(Provider, ABC):
     def table(self, name: str) -> AutoCommitTable:
         """An auto-commit handle: each call is its own transaction."""
         return AutoCommitTable(self, name)
+
+    # Change feeds: providers that declare Capability.CHANGES override these four.
+    def revision(self) -> int:
+        """The store's current revision (see :mod:`spi.changes`)."""
+        raise no_change_feeds(type(self).__name__)
+
+    def changes(
+        self,
+        tables: str | Sequence[str] | None = None,
+        *,
+        since: int = 0,
+        key: KeyLike | None = None,
+        prefix: KeyLike | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Change]:
+        """Recorded events after ``since`` (see :mod:`spi.changes`)."""
+        raise no_change_feeds(type(self).__name__)
+
+    def watch(
+        self,
+        table: str,
+        *,
+        key: KeyLike | None = None,
+        prefix: KeyLike | None = None,
+        since: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[Change]:
+        """Recorded, then live events of one table (see :mod:`spi.changes`)."""
+        raise no_change_feeds(type(self).__name__)
+
+    def compact(self, revision: int) -> None:
+        """Forget events with revision <= ``revision`` (see :mod:`spi.changes`)."""
+        raise no_change_feeds(type(self).__name__)
 
 
 class AutoCommitTable:

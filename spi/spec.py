@@ -55,8 +55,11 @@ class Field:
 class TableSpec:
     """A validated table definition; immutable, JSON round-trippable, comparable.
 
-    Two specs are equal when their name, field name→type mapping, key order and
-    index set are equal: field declaration order does not matter.
+    Two specs are equal when their name, field name→type mapping, key order, index
+    set and ``changes`` flag are equal: field declaration order does not matter.
+    ``changes=True`` records a change feed of the table (see :mod:`spi.changes`);
+    a spec without it compares, fingerprints and serialises exactly as before the
+    flag existed.
     """
 
     __slots__ = (
@@ -65,6 +68,7 @@ class TableSpec:
         "_hash",
         "_key_types",
         "_row_check",
+        "changes",
         "fields",
         "indexes",
         "key_validators",
@@ -77,6 +81,8 @@ class TableSpec:
     fields: tuple[Field, ...]
     primary_key: tuple[str, ...]
     indexes: tuple[str, ...]
+    changes: bool
+    """True when the table records a change feed."""
     _by_name: dict[str, Field]
     _columns: tuple[str, ...]
     _hash: int
@@ -93,8 +99,12 @@ class TableSpec:
         fields: Iterable[Field | tuple[str, str] | Mapping[str, Any]],
         primary_key: Sequence[str],
         indexes: Iterable[str] = (),
+        *,
+        changes: bool = False,
     ) -> None:
         validate_name(name, "table", staging=True)
+        if not isinstance(changes, bool):
+            raise SchemaError(f"changes of {name!r} must be true or false, got {changes!r}")
         parsed = tuple(_as_field(f) for f in fields)
         if not parsed:
             raise SchemaError(f"table {name!r} needs at least one field")
@@ -123,6 +133,7 @@ class TableSpec:
         object.__setattr__(self, "fields", parsed)
         object.__setattr__(self, "primary_key", key)
         object.__setattr__(self, "indexes", idx)
+        object.__setattr__(self, "changes", changes)
         object.__setattr__(self, "_by_name", by_name)
         # Precomputed because every row written or read consults them.
         object.__setattr__(self, "_columns", tuple(f.name for f in parsed))
@@ -142,7 +153,15 @@ class TableSpec:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from its definition: the precomputed checks are closures.
+        if self.changes:
+            return (_spec_with_changes, (self.name, self.fields, self.primary_key, self.indexes))
         return (TableSpec, (self.name, self.fields, self.primary_key, self.indexes))
+
+    def with_changes(self, changes: bool) -> TableSpec:
+        """This spec with the change feed turned on or off."""
+        if changes == self.changes:
+            return self
+        return TableSpec(self.name, self.fields, self.primary_key, self.indexes, changes=changes)
 
     # -- lookups -------------------------------------------------------------
     @property
@@ -184,7 +203,7 @@ class TableSpec:
             frozenset((f.name, f.type) for f in self.fields),
             self.primary_key,
             frozenset(self.indexes),
-        )
+        ) + (("changes",) if self.changes else ())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TableSpec):
@@ -196,8 +215,10 @@ class TableSpec:
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}:{f.type}" for f in self.fields)
+        extra = ", changes=True" if self.changes else ""
         return (
-            f"TableSpec({self.name!r}, [{fields}], primary_key={list(self.primary_key)}, indexes={list(self.indexes)})"
+            f"TableSpec({self.name!r}, [{fields}], primary_key={list(self.primary_key)}, "
+            f"indexes={list(self.indexes)}{extra})"
         )
 
     def renamed(self, name: str) -> TableSpec:
@@ -206,12 +227,15 @@ class TableSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as the CLI's ``--spec`` JSON object."""
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "fields": [{"name": f.name, "type": f.type.value} for f in self.fields],
             "primary_key": list(self.primary_key),
             "indexes": list(self.indexes),
         }
+        if self.changes:
+            out["changes"] = True
+        return out
 
     def to_json(self) -> str:
         """The spec in the format of the CLI's ``--spec`` files."""
@@ -222,7 +246,7 @@ class TableSpec:
         """Build a spec from a ``--spec`` object; ``name`` fills in or must match."""
         if not isinstance(data, Mapping):
             raise SchemaError("a table spec must be an object with fields and primary_key")
-        unknown = set(data) - {"name", "fields", "primary_key", "indexes"}
+        unknown = set(data) - {"name", "fields", "primary_key", "indexes", "changes"}
         if unknown:
             raise SchemaError(f"table spec has unknown keys: {', '.join(sorted(map(str, unknown)))}")
         given = data.get("name")
@@ -240,7 +264,10 @@ class TableSpec:
         indexes = data.get("indexes", [])
         if not isinstance(indexes, list):
             raise SchemaError("table spec 'indexes' must be a list of column names")
-        return cls(table, fields, pk, indexes)
+        changes = data.get("changes", False)
+        if not isinstance(changes, bool):
+            raise SchemaError(f"table spec 'changes' must be true or false, got {json.dumps(changes, default=str)}")
+        return cls(table, fields, pk, indexes, changes=changes)
 
     @classmethod
     def from_json(cls, text: str) -> TableSpec:
@@ -255,10 +282,23 @@ class TableSpec:
         """A short stable digest of the spec, used to bind scan tokens to it."""
         import hashlib
 
-        canonical = json.dumps(
-            [self.name, sorted((f.name, f.type.value) for f in self.fields), self.primary_key, self.indexes]
-        )
+        parts: list[Any] = [
+            self.name,
+            sorted((f.name, f.type.value) for f in self.fields),
+            self.primary_key,
+            self.indexes,
+        ]
+        if self.changes:
+            parts.append("changes")
+        canonical = json.dumps(parts)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _spec_with_changes(
+    name: str, fields: tuple[Field, ...], primary_key: tuple[str, ...], indexes: tuple[str, ...]
+) -> TableSpec:
+    """Unpickle a spec with a change feed (pickle passes no keyword arguments)."""
+    return TableSpec(name, fields, primary_key, indexes, changes=True)
 
 
 def _as_field(value: Field | tuple[str, str] | Mapping[str, Any]) -> Field:
@@ -283,11 +323,15 @@ class SchemaChange:
     widened: tuple[Field, ...]
     added_indexes: tuple[str, ...]
     dropped_indexes: tuple[str, ...]
+    changes: bool | None = None
+    """The new ``changes`` flag when it is turned on or off, else None."""
 
     @property
     def empty(self) -> bool:
         """True when the specs are equal."""
-        return not (self.added_fields or self.widened or self.added_indexes or self.dropped_indexes)
+        return not (
+            self.added_fields or self.widened or self.added_indexes or self.dropped_indexes or self.changes is not None
+        )
 
 
 def plan_schema_change(old: TableSpec, new: TableSpec) -> SchemaChange:
@@ -318,4 +362,5 @@ def plan_schema_change(old: TableSpec, new: TableSpec) -> SchemaChange:
         widened=tuple(widened),
         added_indexes=tuple(i for i in new.indexes if i not in old.indexes),
         dropped_indexes=tuple(i for i in old.indexes if i not in new.indexes),
+        changes=None if old.changes == new.changes else new.changes,
     )

@@ -20,7 +20,8 @@ import hashlib
 import re
 import secrets
 
-from spi.spec import MAX_NAME_LENGTH, STAGING_PREFIX
+from spi.errors import SchemaError
+from spi.spec import MAX_NAME_LENGTH, STAGING_PREFIX, TableSpec
 
 _TOKEN_DIGITS = 8
 _SUFFIX = re.compile(rf"_[0-9a-f]{{{_TOKEN_DIGITS}}}\Z")
@@ -52,3 +53,15 @@ def stages(name: str, table: str) -> bool:
 
 
 __all__ = ["is_staging", "new_staging_name", "stages", "staging_base"]
+
+
+def check_stageable(spec: TableSpec) -> TableSpec:
+    """``spec``, if its rows may be replaced through a staging table; a change-fed table
+    may not yet (the swap would replace rows without their change events)."""
+    if spec.changes:
+        raise SchemaError(
+            f"table {spec.name!r} records a change feed, and replacing all its rows at once would leave them "
+            f"without change events; use --mode append, or turn the feed off first: "
+            f"kvctl table alter {spec.name} --no-changes"
+        )
+    return spec

@@ -256,3 +256,19 @@ def test_destination_altered_during_an_overwrite(tmp_path: Path) -> None:
     with spi.connect(dst) as p:
         assert p.table("big").count() == 1_000 and p.table("big").read((5,))["pad"].startswith("old")  # type: ignore[index]
     assert staging_tables(dst) == []
+
+
+def test_overwrite_of_a_change_fed_table_is_refused(tmp_path: Path) -> None:
+    """Replacing a change-fed table's rows at once would leave them without events:
+    exit 2 with the way out, nothing changed (append still works)."""
+    src, dst = f"rocksdb://{tmp_path}/src", f"rocksdb://{tmp_path}/dst"
+    fill_big(src, 50, note="new")
+    fill_big(dst, 20, note="old")
+    with spi.connect(dst) as p:
+        p.admin.create_or_update(BIG.with_changes(True))
+    old = snapshot(dst)
+    res = copy(src, dst, "big", "--mode", "overwrite", "--yes")
+    assert_one_error(res, 2)
+    assert "kvctl table alter big --no-changes" in res.err
+    assert snapshot(dst) == old and staging_tables(dst) == []
+    assert copy(src, dst, "big", "--mode", "append").code == 0

@@ -15,6 +15,7 @@ _BAD = [
     ("busy_timeout=-5", "busy_timeout must be a non-negative number of seconds, got '-5'"),
     ("busy_timeout=nan", "busy_timeout must be a non-negative number of seconds, got 'nan'"),
     ("busy_timeout=", "busy_timeout must be a non-negative number of seconds, got ''"),
+    ("changes_retention=-1", "changes_retention must be a non-negative number of seconds, got '-1'"),
     ("nope=1", "unknown"),
     ("a&b", "malformed"),
 ]
@@ -41,7 +42,9 @@ def test_bad_options_are_url_errors(provider: str, query: str, message: str, tmp
 
 
 def test_unknown_option_names_the_known_ones(tmp_path: Path) -> None:
-    with pytest.raises(spi.UrlError, match=r"unknown rocksdb URL option\(s\): bogus \(known: busy_timeout, sync\)"):
+    with pytest.raises(
+        spi.UrlError, match=r"unknown rocksdb URL option\(s\): bogus \(known: busy_timeout, sync, changes_retention\)"
+    ):
         spi.connect(f"rocksdb://{tmp_path}/db?bogus=1&sync=on")
 
 

@@ -95,9 +95,25 @@ def get(
     key: options.Key,
     columns: options.Columns = None,
     versions: Annotated[bool, typer.Option("--versions", help="Add the row's _version.")] = False,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Then print the row again after each change (null: deleted).")
+    ] = False,
+    timeout: Annotated[
+        str | None, typer.Option("--timeout", help="With --watch: stop after this long without a change.")
+    ] = None,
     output: options.Output = None,
 ) -> None:
-    """Print one row. A missing row prints nothing on stdout and exits 1."""
+    """Print one row. A missing row prints nothing on stdout and exits 1.
+
+    With --watch: the row (nothing if missing), then the whole row after each change
+    to it, null when it is deleted, one JSON line each, until interrupted or --timeout.
+    """
+    if timeout is not None and not watch:
+        raise CliError("--timeout applies to get --watch")
+    if watch:
+        from kvctl.feeds import watch_row
+
+        return watch_row(ctx, table, key, columns, versions, timeout)
     handle, spec = open_table(ctx, table, create=False)
     cols = parse_columns(spec, columns)
     k = parse_key(spec, key)

@@ -28,11 +28,14 @@ def create(
     field: Annotated[list[str] | None, typer.Option("--field", help="col:type (repeat).")] = None,
     pk: Annotated[str | None, typer.Option("--pk", help="Key columns in order: a,b.")] = None,
     index: Annotated[list[str] | None, typer.Option("--index", help="Indexed column (repeat).")] = None,
+    changes: Annotated[bool, typer.Option("--changes", help="Record a change feed (kvctl watch, changes).")] = False,
 ) -> None:
     """Create a table (exit 1 if it exists)."""
     if spec is not None and (field or pk is not None or index):
         raise CliError("give either --spec FILE or --field/--pk/--index, not both")
     table_spec = specs.read_spec_file(spec, name) if spec else specs.from_options(name, field or [], pk, index or [])
+    if changes:
+        table_spec = table_spec.with_changes(True)
     get_state(ctx).provider(create=True).admin.create(table_spec)
     print(f"created table {name!r}", file=sys.stderr)
 
@@ -86,18 +89,24 @@ def alter(
     drop_index: Annotated[
         list[str] | None, typer.Option("--drop-index", help="Index to drop (repeat).", autocompletion=complete_column)
     ] = None,
+    changes: Annotated[
+        bool | None, typer.Option("--changes/--no-changes", help="Start or stop recording a change feed.")
+    ] = None,
 ) -> None:
-    """Apply a compatible change: add columns, add or drop indexes, widen int→long, float→double."""
-    changes = bool(add_field or add_index or drop_index)
-    if spec is not None and changes:
-        raise CliError("give either --spec FILE or --add-field/--add-index/--drop-index, not both")
-    if spec is None and not changes:
-        raise CliError("nothing to change: give --spec FILE or --add-field/--add-index/--drop-index")
+    """Apply a compatible change: add columns, add or drop indexes, widen int→long,
+    float→double, turn the change feed on or off."""
+    edits = bool(add_field or add_index or drop_index) or changes is not None
+    if spec is not None and edits:
+        raise CliError("give either --spec FILE or --add-field/--add-index/--drop-index/--changes, not both")
+    if spec is None and not edits:
+        raise CliError("nothing to change: give --spec FILE or --add-field/--add-index/--drop-index/--changes")
     admin = get_state(ctx).provider(create=True).admin
     if spec is not None:
         new = specs.read_spec_file(spec, name)
     else:
         new = specs.altered(admin.get_spec(name), add_field or [], add_index or [], drop_index or [])
+        if changes is not None:
+            new = new.with_changes(changes)
     admin.create_or_update(new)
     print(f"altered table {name!r}", file=sys.stderr)
 

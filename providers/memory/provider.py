@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 from sortedcontainers import SortedDict
@@ -10,6 +12,7 @@ from sortedcontainers import SortedDict
 from spi.capabilities import Capability
 from spi.errors import UrlError
 from spi.kv import KvProvider, OrderedStore, StoreSession
+from spi.kv.feed import DEFAULT_RETENTION
 from spi.locking import ExclusiveLock
 from spi.urloptions import UrlOptions
 
@@ -56,6 +59,16 @@ class _MemorySession(StoreSession):
     def advance_generation(self) -> None:
         self._store.generation += 1
 
+    def known_revision(self) -> int:
+        return self._store.announced  # only this process's sessions write a memory store
+
+    def announce(self, revision: int) -> None:
+        store = self._store
+        store.announced = revision
+        if store.listeners:
+            with store.changed:
+                store.changed.notify_all()
+
 
 class MemoryStore(OrderedStore):
     """A process-local sorted map with one exclusive session at a time."""
@@ -65,21 +78,45 @@ class MemoryStore(OrderedStore):
         self.generation = 0
         self.lock = ExclusiveLock("the memory:// store")
         self._busy_timeout = busy_timeout
+        self.announced = 0
+        """The last revision a commit announced (the change marker)."""
+        self.changed = threading.Condition()
+        """Notified by every announcement while watchers wait: they wake at once."""
+        self.listeners = 0
 
     def session(self, read_only: bool = False) -> StoreSession:
         self.lock.acquire(self._busy_timeout)
         return _MemorySession(self)
+
+    def change_marker(self) -> Any:
+        return self.announced
+
+    def wait_for_change(self, marker: Any, timeout: float) -> None:
+        with self.changed:
+            self.listeners += 1
+            try:
+                self.changed.wait_for(lambda: self.announced != marker, timeout)
+            finally:
+                self.listeners -= 1
 
 
 class MemoryProvider(KvProvider):
     """The in-memory provider; every ``connect("memory://")`` is a fresh store.
 
     URL options: ``?busy_timeout=SECONDS`` (default 30) bounds how long a
-    transaction waits for another thread's transaction to finish.
+    transaction waits for another thread's transaction to finish;
+    ``?changes_retention=SECONDS`` (default 7 days, 0: until compacted) how long
+    change-feed events are kept.
     """
 
     capabilities: frozenset[str] = frozenset(
-        {Capability.TRANSACTIONS, Capability.SECONDARY_INDEXES, Capability.VERIFY, Capability.THREADS}
+        {
+            Capability.TRANSACTIONS,
+            Capability.SECONDARY_INDEXES,
+            Capability.VERIFY,
+            Capability.THREADS,
+            Capability.CHANGES,
+        }
     )
 
     @classmethod
@@ -91,8 +128,9 @@ class MemoryProvider(KvProvider):
             raise UrlError(f"memory URLs take no host or path: use memory://, not {url!r}")
         options = UrlOptions.parse(parts.query, "memory://")
         timeout = options.seconds("busy_timeout", DEFAULT_BUSY_TIMEOUT)
+        retention = options.seconds("changes_retention", DEFAULT_RETENTION)
         options.finish()
-        return cls(url, MemoryStore(timeout))
+        return cls(url, MemoryStore(timeout), changes_retention=retention)
 
     @property
     def store_id(self) -> str:

@@ -17,12 +17,13 @@ import sqlalchemy as sa
 from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
 
 from providers.postgres.database import PgDatabase
+from providers.postgres.feed import ensure_feed, touch
 from providers.postgres.schema import SQL_TYPES, VERSION, index_name, pkey_name, qualified
 from providers.postgres.transaction import PgTransaction, begin
 from spi.errors import IncompatibleSchemaError, SchemaError, TableExistsError, TableNotFoundError
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
-from spi.staging import is_staging, new_staging_name, stages, staging_base
+from spi.staging import check_stageable, is_staging, new_staging_name, stages, staging_base
 
 
 class PgAdmin(Admin):
@@ -58,6 +59,8 @@ class PgAdmin(Admin):
         tx.execute(CreateTable(table))
         for index in sorted(table.indexes, key=lambda i: str(i.name)):
             tx.execute(CreateIndex(index))
+        if spec.changes:
+            ensure_feed(tx, self._db.schema)
         self._save(tx, spec, new=True)
 
     def create(self, spec: TableSpec) -> None:
@@ -80,6 +83,10 @@ class PgAdmin(Admin):
             change = plan_schema_change(old, spec)
             if change.empty:
                 return
+            if spec.changes:
+                ensure_feed(tx, self._db.schema)
+            if old.changes:
+                touch(tx, self._db.schema)  # its watchers look again
             table = self._db.table_sql(spec).table
             schema = self._db.schema
             name = qualified(tx.dialect, schema, spec.name)
@@ -125,6 +132,8 @@ class PgAdmin(Admin):
 
     def _drop_in(self, tx: PgTransaction, spec: TableSpec) -> None:
         tx.execute(DropTable(self._db.table_sql(spec).table, if_exists=True))
+        if spec.changes:
+            touch(tx, self._db.schema, dropped=spec.name)  # its events go; its watchers end
         catalog = self._db.catalog
         tx.execute(catalog.delete().where(catalog.c.name == spec.name))
 
@@ -134,7 +143,7 @@ class PgAdmin(Admin):
         staging = new_staging_name(name)
         catalog = self._db.catalog
         with self._ddl() as tx:
-            spec = tx.spec(name)
+            spec = check_stageable(tx.spec(name))
             starts = catalog.c.name.startswith(staging_base(name) + "_", autoescape=True)
             for leftover, leftover_spec in tx.execute(
                 sa.select(catalog.c.name, catalog.c.spec).where(starts)

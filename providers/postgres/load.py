@@ -49,21 +49,28 @@ def load_batch(
     mode: str,
     sequential: Callable[[list[dict[str, Any]], str], None],
     versions: list[int] | None = None,
+    *,
+    written: Callable[[list[Any], list[Any]], None] | None = None,
 ) -> None:
     """Write a validated batch into ``target`` exactly like one write per row, in bulk
     (``sequential`` writes a batch that repeats a key row by row); with ``versions``,
-    row ``i`` is written with version ``versions[i]``."""
+    row ``i`` is written with version ``versions[i]``. ``written``, if given, gets the
+    batch's keys and every row written as the table now holds it (its columns, then
+    its version; a change feed's events come from them)."""
     if batch.spec is not spec and (batch.spec != spec or batch.spec.columns != spec.columns):
         batch = _revalidated(spec, batch)
     keys = batch.keys()
     if len(set(keys)) < len(keys):
         sequential(batch.dicts(), mode)
         return
+    returned: list[Any] | None = None if written is None else []
     for columns, positions, rows in batch.groups(mode):
         group_keys = keys if len(positions) == len(keys) else [keys[i] for i in positions]
         if versions is not None:
             rows = [(*row[:-1], versions[i]) for row, i in zip(rows, positions)]
-        _load_group(tx, spec, target, columns, rows, batch, group_keys, mode, kept=versions is not None)
+        _load_group(tx, spec, target, columns, rows, batch, group_keys, mode, returned, kept=versions is not None)
+    if written is not None and returned is not None:
+        written(keys, returned)
 
 
 def _revalidated(spec: TableSpec, batch: LoadBatch) -> LoadBatch:
@@ -87,17 +94,22 @@ def _load_group(
     batch: LoadBatch,
     keys: list[Any],
     mode: str,
+    returned: list[Any] | None,
     *,
     kept: bool,
 ) -> None:
-    span = ResolvedRange(batch.key_tuple(min(keys)), True, batch.key_tuple(max(keys)), True)
-    occupied = tx.execute(
-        sa.select(sa.literal(1)).select_from(target).where(*range_condition(target, spec, span)).limit(1)
-    )
+    """One group of a batch; ``returned`` (when not None) gets the rows written as
+    the table holds them (every column, then the version)."""
     types = [*(COPY_TYPES[spec.type_of(c)] for c in columns), "int8"]
-    if occupied.first() is None:
+    if _vacant(tx, spec, target, batch, keys):
         # No row in the batch's key range: every row is an insert (at version 1, or its own).
         _copy(tx, target.schema, target.name, [*columns, VERSION], types, rows)
+        if returned is not None:
+            if columns == spec.columns:
+                returned.extend(rows)
+            else:  # a partial upsert group: the other columns are null
+                at = {c: i for i, c in enumerate(columns)}
+                returned.extend([*(r[at[c]] if c in at else None for c in spec.columns), r[-1]] for r in rows)
         return
     temp = _temp_table(tx, target, columns)
     _copy(tx, None, temp.name, [*columns, VERSION], types, rows)
@@ -110,7 +122,19 @@ def _load_group(
         values: dict[str, Any] = {c: stmt.excluded[c] for c in changed if not spec.is_key(c)}
         values[VERSION] = stmt.excluded[VERSION] if kept else target.c[VERSION] + 1
         stmt = stmt.on_conflict_do_update(index_elements=[target.c[k] for k in spec.primary_key], set_=values)
-    tx.execute(stmt)
+    if returned is None:
+        tx.execute(stmt)
+        return
+    returned.extend(tx.execute(stmt.returning(*target.c)).fetchall())
+
+
+def _vacant(tx: PgSession, spec: TableSpec, target: sa.Table, batch: LoadBatch, keys: list[Any]) -> bool:
+    """True when no row lies in the key range of ``keys``."""
+    span = ResolvedRange(batch.key_tuple(min(keys)), True, batch.key_tuple(max(keys)), True)
+    occupied = tx.execute(
+        sa.select(sa.literal(1)).select_from(target).where(*range_condition(target, spec, span)).limit(1)
+    )
+    return occupied.first() is None
 
 
 def _refuse_existing(

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
+from providers.postgres import changes as feed_reads
 from providers.postgres.admin import PgAdmin
 from providers.postgres.database import PgDatabase
 from providers.postgres.single import PgAutoCommitTable
 from providers.postgres.transaction import PgTransaction, begin
 from providers.postgres.url import PgSettings, parse_url
 from spi.capabilities import Capability
+from spi.changes import Change
 from spi.errors import ConflictError
+from spi.keys import KeyLike
 from spi.provider import ProviderBase, TransactionBase
 
 T = TypeVar("T")
@@ -29,6 +32,7 @@ class PostgresProvider(ProviderBase):
             Capability.PROCESSES,
             Capability.DURABLE,
             Capability.SQL,
+            Capability.CHANGES,
         }
     )
 
@@ -91,6 +95,38 @@ class PostgresProvider(ProviderBase):
     def table(self, name: str) -> PgAutoCommitTable:
         """An auto-commit handle (point reads take a single round trip)."""
         return PgAutoCommitTable(self, name, self._db)
+
+    def revision(self) -> int:
+        """The schema's current revision (0 before the first recorded write)."""
+        return feed_reads.revision(self._db)
+
+    def changes(
+        self,
+        tables: str | Sequence[str] | None = None,
+        *,
+        since: int = 0,
+        key: KeyLike | None = None,
+        prefix: KeyLike | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Change]:
+        """Recorded events after ``since`` up to the current revision."""
+        return feed_reads.changes(self._db, tables, since, key, prefix, limit)
+
+    def watch(
+        self,
+        table: str,
+        *,
+        key: KeyLike | None = None,
+        prefix: KeyLike | None = None,
+        since: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[Change]:
+        """Recorded, then live events of ``table`` (LISTEN/NOTIFY, and a read every second)."""
+        return feed_reads.watch(self._db, table, key, prefix, since, timeout)
+
+    def compact(self, revision: int) -> None:
+        """Forget the events with revision <= ``revision``."""
+        feed_reads.compact(self._db, revision)
 
     def close(self) -> None:
         """Close the held connections and dispose of the connection pools."""

@@ -37,6 +37,11 @@ class PgSession(Protocol):
         """True once the transaction committed or rolled back (its scans stop)."""
 
     @property
+    def events(self) -> list[Any]:
+        """The change-feed events of the transaction's writes, in call order
+        (:data:`providers.postgres.feed.Event`); recorded at commit."""
+
+    @property
     def dialect(self) -> Dialect:
         """The SQLAlchemy dialect statements are compiled for."""
 

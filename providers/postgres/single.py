@@ -49,6 +49,7 @@ class _OneStatement:
     def __init__(self, db: PgDatabase, statement: ReadStatement) -> None:
         self._db = db
         self._statement = statement
+        self.events: list[Any] = []  # a read records nothing
 
     @property
     def dialect(self) -> Dialect:

@@ -10,6 +10,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from providers.postgres.batch import LoadBatch, PgLoadPreparer
+from providers.postgres.feed import delete_event, put_event
 from providers.postgres.load import load_batch
 from providers.postgres.schema import VERSION
 from providers.postgres.session import PgSession
@@ -17,7 +18,7 @@ from providers.postgres.sql import count_select, key_histogram, range_condition,
 from providers.postgres.statements import TableSql
 from spi.errors import KvError
 from spi.filters import Expr
-from spi.keys import Range, ResolvedRange, quantile_cuts, ranges_between
+from spi.keys import Range, ResolvedRange, key_of, quantile_cuts, ranges_between
 from spi.primitives import ColumnBatch, Kept, ScanRequest, Stored
 from spi.row import Row
 from spi.table import TableBase
@@ -128,11 +129,14 @@ class PgTable(TableBase):
         super().__init__(sql.spec)
         self._tx = tx
         self._sql = sql
+        self._events = tx.events if sql.spec.changes else None  # a table without a feed: one test per write
 
     def _get(self, key: tuple[Any, ...]) -> Stored | None:
         return self._tx.fetch_row(self._sql, key)
 
     def _put(self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None) -> None:
+        if self._events is not None:
+            self._events.append(put_event(self.spec, key, values, version))
         if old is None:
             self._tx.execute(self._sql.insert, {**values, VERSION: version})
             return
@@ -144,6 +148,8 @@ class PgTable(TableBase):
         self._tx.execute(self._sql.update, params)
 
     def _remove(self, key: tuple[Any, ...], old: Stored) -> None:
+        if self._events is not None:
+            self._events.append(delete_event(self.spec, key))
         self._tx.execute(self._sql.delete, self._sql.key_params(key))
 
     def _scan(self, request: ScanRequest) -> Iterator[Stored]:
@@ -252,10 +258,21 @@ class PgTable(TableBase):
         return PgLoadPreparer(self.spec)
 
     def _load_batch(self, batch: LoadBatch, mode: str) -> None:
-        load_batch(self._tx, self.spec, self._sql.table, batch, mode, super()._load_batch)
+        written = None if self._events is None else self._record_load
+        load_batch(self._tx, self.spec, self._sql.table, batch, mode, super()._load_batch, written=written)
 
     def _load_kept(self, batch: LoadBatch, mode: str, kept: Kept) -> None:
         def sequential(rows: list[dict[str, Any]], m: str) -> None:
             super(PgTable, self)._load_kept(rows, m, kept)
 
-        load_batch(self._tx, self.spec, self._sql.table, batch, mode, sequential, kept.versions)
+        written = None if self._events is None else self._record_load
+        load_batch(self._tx, self.spec, self._sql.table, batch, mode, sequential, kept.versions, written=written)
+
+    def _record_load(self, keys: list[Any], rows: list[Any]) -> None:
+        """The events of a bulk-loaded batch, in input order, from the rows as written."""
+        assert self._events is not None
+        spec, one = self.spec, len(self.spec.primary_key) == 1
+        written = {key_of(spec, s.values): s for s in map(self._sql.stored, rows)}
+        for key in keys:
+            stored = written[(key,) if one else key]
+            self._events.append(put_event(spec, (key,) if one else key, stored.values, stored.version))

@@ -17,6 +17,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import Executable
 
 from providers.postgres.database import PgDatabase
+from providers.postgres.feed import Event, record
 from providers.postgres.schema import qualified, quoted
 from providers.postgres.session import AnyResult
 from providers.postgres.statements import TableSql
@@ -54,6 +55,7 @@ class PgTransaction(TransactionBase):
         super().__init__()
         self._db = db
         self.ended = False
+        self.events: list[Event] = []
         self._cursors: weakref.WeakSet[Any] = weakref.WeakSet()
         self._temp_names = itertools.count(1)
         self.dialect = db.dialect
@@ -198,6 +200,8 @@ class PgTransaction(TransactionBase):
 
     def _commit(self) -> None:
         try:
+            if self.events:
+                record(self, self._db.schema, self.events)  # the counter's row lock is held until the commit
             self._finish()
             with self.errors():
                 self._conn.commit()

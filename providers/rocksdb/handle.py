@@ -12,6 +12,12 @@ and unlocks the file — at once if another process is waiting.
 A process that waits for the lock holds a shared ``flock`` on ``kvctl.wait``; a
 holder that sees it (and has held the path for :data:`QUANTUM` seconds) closes at
 the end of its current transaction and lets the waiter in before competing again.
+
+Change-feed watchers must not hold the path while they wait, so a commit that takes
+a revision writes it into ``kvctl.rev`` (still holding the lock, so the file only
+moves forward; through a shared memory map of the file, which costs no system call)
+and notifies this process's watchers; watchers in other processes read the file every
+:data:`ANNOUNCE_POLL` seconds and take a session only when it changed.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import atexit
 import contextlib
 import fcntl
 import functools
+import mmap
 import os
 import random
 import threading
@@ -39,6 +46,9 @@ QUANTUM = 0.05
 another process is waiting for it."""
 LOCK_NAME = "kvctl.lock"
 WAIT_NAME = "kvctl.wait"
+REVISION_NAME = "kvctl.rev"
+ANNOUNCE_POLL = 0.02
+"""Seconds between two reads of ``kvctl.rev`` by a waiting watcher."""
 _POLITE_MAX = 0.5
 _MAX_POLL = 0.02
 
@@ -95,6 +105,11 @@ class PathHandle:
         self._db: Any = None
         self._lock_fd: int | None = None
         self._wait_fd: int | None = None  # kvctl.wait, kept open with the database: checks cost no open()
+        self._revision_map: mmap.mmap | None = None  # kvctl.rev, mapped by the first announcement until closing
+        self._announced = threading.Condition()
+        self._listeners = 0  # this process's watchers waiting for an announcement
+        self._announced_at: tuple[int, int] | None = None  # (generation, revision) of the last announcement
+        self._close_on_release = False
         self._opened_at = 0.0
         self._idle_since: float | None = None
         self._reaper: threading.Thread | None = None
@@ -108,7 +123,7 @@ class PathHandle:
         was closed) and by catalog changes (see :meth:`StoreSession.generation`)."""
 
     # ------------------------------------------------------------------ sessions
-    def acquire(self, timeout: float, read_only: bool = False) -> Any:
+    def acquire(self, timeout: float, read_only: bool = False, *, brief: bool = False) -> Any:
         """Exclusive use of the open database, waiting at most ``timeout`` seconds.
 
         ``read_only``: the session only reads, so a database not open yet is opened in
@@ -116,6 +131,8 @@ class PathHandle:
         or log file, no sync, no background threads). The ``flock`` is taken all the
         same, so no other kvctl process writes meanwhile. A writing session reopens a
         database that is open read-only.
+        ``brief``: a one-off read by a process that then waits (a watcher): if it has
+        to open the database, :meth:`release` closes it at once instead of lingering.
         """
         me = threading.get_ident()
         with self._mutex:
@@ -129,6 +146,7 @@ class PathHandle:
                 self._close()
             if self._db is None:
                 self._open(time.monotonic() + timeout, timeout, read_only)
+                self._close_on_release = brief
         except BaseException:
             self._close()
             self._leave()
@@ -154,9 +172,10 @@ class PathHandle:
     def release(self) -> None:
         """End the current transaction; close at once if another process waits."""
         try:
-            if self._db is not None and self._should_yield():
+            if self._db is not None and (self._close_on_release or self._should_yield()):
                 self._close()
         finally:
+            self._close_on_release = False
             self._leave()
 
     def close_if_idle(self) -> None:
@@ -200,6 +219,51 @@ class PathHandle:
                     finally:
                         self._reaper_parked = False
             self._reaper = None
+
+    # -------------------------------------------------------------- change feeds
+    def announce(self, revision: int) -> None:
+        """Publish ``revision`` to watchers (the caller holds the open database)."""
+        self._announced_at = (self.generation, revision)
+        try:
+            if self._revision_map is None:
+                self._revision_map = _map_revision_file(os.path.join(self.path, REVISION_NAME))
+            self._revision_map[:_REVISION_BYTES] = b"%020d" % revision
+        except (OSError, ValueError):
+            pass  # the commit stands; watchers still look again every few seconds
+        if self._listeners:
+            with self._announced:
+                self._announced.notify_all()
+
+    def known_revision(self) -> int | None:
+        """The last revision announced here, if the database stayed open since (no
+        other process can have committed one) and no catalog change came between."""
+        known = self._announced_at
+        return known[1] if known is not None and known[0] == self.generation else None
+
+    def revision_marker(self) -> bytes | None:
+        """What ``kvctl.rev`` holds now (None: no revision announced yet)."""
+        try:
+            fd = os.open(os.path.join(self.path, REVISION_NAME), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            return os.pread(fd, 32, 0)
+        finally:
+            os.close(fd)
+
+    def wait_for_announcement(self, marker: bytes | None, timeout: float) -> None:
+        """Return once ``kvctl.rev`` no longer holds ``marker`` or after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while self.revision_marker() == marker:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            with self._announced:
+                self._listeners += 1
+                try:
+                    self._announced.wait(min(left, ANNOUNCE_POLL))
+                finally:
+                    self._listeners -= 1
 
     # -------------------------------------------------------------- inter-process
     def _should_yield(self) -> bool:
@@ -340,8 +404,25 @@ class PathHandle:
         if self._wait_fd is not None:
             os.close(self._wait_fd)
             self._wait_fd = None
+        if self._revision_map is not None:
+            self._revision_map.close()
+            self._revision_map = None
         if fd is not None:
             os.close(fd)
+
+
+_REVISION_BYTES = 20
+
+
+def _map_revision_file(path: str) -> mmap.mmap:
+    """``kvctl.rev`` mapped for writing (created as 20 zero bytes when missing)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        if os.fstat(fd).st_size < _REVISION_BYTES:
+            os.ftruncate(fd, _REVISION_BYTES)
+        return mmap.mmap(fd, _REVISION_BYTES)
+    finally:
+        os.close(fd)
 
 
 BLOCK_CACHE_BYTES = 64 * 1024 * 1024

@@ -136,6 +136,12 @@ class _RocksSession(StoreSession):
     def advance_generation(self) -> None:
         self._handle.generation += 1
 
+    def announce(self, revision: int) -> None:
+        self._handle.announce(revision)
+
+    def known_revision(self) -> int | None:
+        return self._handle.known_revision()
+
     def release(self) -> None:
         if self._boxes:
             for box in list(self._boxes.values()):
@@ -156,8 +162,18 @@ class RocksStore(OrderedStore):
         db = self._handle.acquire(self.options.busy_timeout, read_only)
         return _RocksSession(self._handle, db, self.options.sync)
 
+    def brief_session(self) -> StoreSession:
+        db = self._handle.acquire(self.options.busy_timeout, True, brief=True)  # a watcher only reads
+        return _RocksSession(self._handle, db, self.options.sync)
+
     def close(self) -> None:
         self._handle.close_if_idle()
+
+    def change_marker(self) -> Any:
+        return self._handle.revision_marker()
+
+    def wait_for_change(self, marker: Any, timeout: float) -> None:
+        self._handle.wait_for_announcement(marker, timeout)
 
 
 class RocksDBProvider(KvProvider):
@@ -168,7 +184,9 @@ class RocksDBProvider(KvProvider):
     URL options: ``?busy_timeout=SECONDS`` (default 5) bounds how long a
     transaction waits for another thread's or process's transaction;
     ``?sync=true`` fsyncs the write-ahead log on every commit (default false:
-    commits survive a killed process, the last ones may be lost on power loss).
+    commits survive a killed process, the last ones may be lost on power loss);
+    ``?changes_retention=SECONDS`` (default 7 days, 0: until compacted) how long
+    change-feed events are kept.
     """
 
     capabilities: frozenset[str] = frozenset(
@@ -179,6 +197,7 @@ class RocksDBProvider(KvProvider):
             Capability.THREADS,
             Capability.PROCESSES,
             Capability.DURABLE,
+            Capability.CHANGES,
         }
     )
 
@@ -196,10 +215,10 @@ class RocksDBProvider(KvProvider):
         if not create and not os.path.isfile(os.path.join(path, "CURRENT")):
             what = "is not a RocksDB database" if os.path.isdir(path) else "does not exist"
             raise UrlError(f"rocksdb database {path} {what} (check the path; nothing was created)")
-        return cls(url, RocksStore(options))
+        return cls(url, RocksStore(options), changes_retention=options.changes_retention)
 
-    def __init__(self, url: str, store: RocksStore) -> None:
-        super().__init__(url, store)
+    def __init__(self, url: str, store: RocksStore, *, changes_retention: float) -> None:
+        super().__init__(url, store, changes_retention=changes_retention)
         self._path = os.path.realpath(store.options.path)
 
     @property

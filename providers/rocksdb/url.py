@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from spi.errors import UrlError
+from spi.kv.feed import DEFAULT_RETENTION
 from spi.urloptions import UrlOptions
 
 DEFAULT_BUSY_TIMEOUT = 5.0
@@ -19,11 +20,12 @@ class RocksUrl:
     path: str
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     sync: bool = False
+    changes_retention: float = DEFAULT_RETENTION
 
 
 def parse_url(url: str) -> RocksUrl:
     """Parse ``rocksdb:///abs/path`` or ``rocksdb:relative/path`` (relative to the
-    current directory) with options ``?busy_timeout=SECONDS&sync=true|false``."""
+    current directory) with options ``?busy_timeout=SECONDS&sync=true|false&changes_retention=SECONDS``."""
     try:
         parts = urlsplit(url)
     except ValueError as exc:
@@ -43,5 +45,6 @@ def parse_url(url: str) -> RocksUrl:
     options = UrlOptions.parse(parts.query, "rocksdb")
     timeout = options.seconds("busy_timeout", DEFAULT_BUSY_TIMEOUT)
     sync = options.flag("sync", False)
+    retention = options.seconds("changes_retention", DEFAULT_RETENTION)
     options.finish()
-    return RocksUrl(path, timeout, sync)
+    return RocksUrl(path, timeout, sync, retention)

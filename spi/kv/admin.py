@@ -16,7 +16,7 @@ from spi.kv.transaction import KvTransaction, stored_layout
 from spi.kv.verify import verify_table
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
-from spi.staging import is_staging, new_staging_name, stages, staging_base
+from spi.staging import check_stageable, is_staging, new_staging_name, stages, staging_base
 
 
 class KvAdmin(Admin):
@@ -57,6 +57,7 @@ class KvAdmin(Admin):
             change = plan_schema_change(old.spec, spec)
             if change.empty:
                 return
+            tx.feed_touched = old.spec.changes  # its watchers look again
             layout = Layout(spec, old.columns + [f.name for f in change.added_fields], old.table_id)
             for column in change.dropped_indexes:
                 tx.delete_prefix(old.index_prefix(column))
@@ -99,7 +100,7 @@ class KvAdmin(Admin):
         validate_name(name, "table")
         staging = new_staging_name(name)
         with self._tx() as tx:
-            spec = tx.layout(name).spec
+            spec = check_stageable(tx.layout(name).spec)
             for leftover in _names(tx, catalog_key(staging_base(name) + "_")):
                 if stages(leftover, name):
                     _drop_in(tx, leftover)
@@ -135,6 +136,7 @@ def _names(view: WriteBuffer, prefix: bytes) -> list[str]:
 
 def _drop_in(tx: KvTransaction, name: str) -> None:
     layout = tx.layout(name)
+    tx.feed_touched = layout.spec.changes  # its watchers end
     tx.forget_layout(name)
     tx.delete_prefix(layout.prefix)
 

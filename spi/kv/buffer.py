@@ -11,6 +11,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable, Iterator
 from itertools import islice
+from typing import Any
 
 from sortedcontainers import SortedList
 
@@ -54,12 +55,23 @@ class WriteBuffer:
         self._writes: dict[bytes, bytes | None] = {}
         self._sorted: SortedList | None = None
         self._range_deletes: list[tuple[bytes, bytes]] = []
+        self._last: tuple[list[bytes], list[bytes]] | None = None  # see append_last
         self._cursors: weakref.WeakSet[Cursor] | None = None  # made by the first cursor
         self.ended = False
+        self.events: list[Any] = []
+        """Change-feed events of this transaction's writes to change-fed tables, in
+        call order (:data:`spi.kv.feed.Events`); they get a revision at commit."""
+        self.feed_touched = False
+        """True when a change-fed table's catalog entry changes: the commit takes a
+        revision even without events, which wakes the table's watchers."""
 
     def generation(self) -> int | None:
         """The store's generation (see :meth:`StoreSession.generation`)."""
         return self._session.generation()
+
+    def known_revision(self) -> int | None:
+        """See :meth:`StoreSession.known_revision`."""
+        return self._session.known_revision()
 
     def is_buffered(self, key: bytes) -> bool:
         """True if this transaction wrote ``key`` (its value is not the store's)."""
@@ -124,6 +136,11 @@ class WriteBuffer:
             self._sorted.update(k for k in keys if k not in self._writes)
         self._writes.update(zip(keys, values))
 
+    def append_last(self, keys: list[bytes], values: list[bytes]) -> None:
+        """Write ``values`` under ``keys`` at commit: keys in order, written once,
+        never read back and (usually) above every other key written (the change feed)."""
+        self._last = (keys, values)
+
     def remove(self, key: bytes) -> None:
         """Buffer a delete."""
         self.put(key, None)
@@ -132,6 +149,10 @@ class WriteBuffer:
         """Delete every key under ``prefix`` at commit (used for drops, never read after)."""
         hi = prefix_successor(prefix)
         assert hi is not None
+        self.delete_range(prefix, hi)
+
+    def delete_range(self, prefix: bytes, hi: bytes) -> None:
+        """Delete every key in ``[prefix, hi)`` at commit (never read after)."""
         self._range_deletes.append((prefix, hi))
         for k in list(self._sorted_writes().irange(prefix, hi, inclusive=(True, False))):
             del self._writes[k]
@@ -196,15 +217,27 @@ class WriteBuffer:
                 c.close()
             self._cursors = None
 
-    def flush(self) -> None:
-        """Commit the buffered writes to the store as one batch, then release the session."""
+    def flush(self, revision: int | None = None) -> None:
+        """Commit the buffered writes to the store as one batch, then release the
+        session; ``revision``: the change-feed revision the batch takes, announced
+        (:meth:`StoreSession.announce`) before the session ends."""
         try:
             self.end()
-            writes = self._writes
-            if writes or self._range_deletes:
+            writes, last = self._writes, self._last
+            if writes or self._range_deletes or last:
                 # In key order: RocksDB inserts a sorted batch several times faster.
                 keys = sorted(writes)
-                self._session.commit(self._range_deletes, keys, list(map(writes.__getitem__, keys)))
+                values: list[bytes | None] = list(map(writes.__getitem__, keys))
+                if last is not None and keys and keys[-1] >= last[0][0]:
+                    writes.update(zip(*last))  # rare (a retention trim): sort them in
+                    keys = sorted(writes)
+                    values = list(map(writes.__getitem__, keys))
+                elif last is not None:
+                    keys += last[0]
+                    values += last[1]
+                self._session.commit(self._range_deletes, keys, values)
+            if revision is not None:
+                self._session.announce(revision)
         finally:
             self._session.release()
 

@@ -8,6 +8,15 @@ All keys are byte strings, compared unsigned:
 - ``01 tid(4) 00 key`` → row: msgpack ``[version, value...]`` in layout order
 - ``01 tid(4) 01 col(2) nullable-value key`` → empty: index entry of column ``col``
   (its position in the layout); row and index entries change in one atomic commit
+- ``02 'e' rev(8) page(4)`` → change feed (:mod:`spi.kv.feed`): the events of
+  revision ``rev``, up to 1000 a page, column by column: ``time(8) n(4) ops(n)
+  key-lengths(4n) row-lengths(4n) row-keys... stored-rows...`` (time in µs since the
+  epoch, UTC; lengths little-endian). ``op`` is the position in
+  :data:`spi.changes.OPS`; a row key ``01 tid 00 key`` names the table and the key;
+  a stored row (a put's; empty for a delete) is the row's value after the write,
+  with its version. Written in the same commit as the rows they describe.
+- ``02 'o'`` → the revision the feed is compacted through (events up to it are gone)
+- ``02 'r'`` → the store's current revision
 """
 
 from __future__ import annotations
@@ -36,6 +45,9 @@ NEXT_ID = b"\x00n"
 DATA = b"\x01"
 ROWS = b"\x00"
 INDEX = b"\x01"
+EVENTS = b"\x02e"
+COMPACTED = b"\x02o"
+REVISION = b"\x02r"
 _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
 

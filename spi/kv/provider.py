@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
+from spi.changes import Change
 from spi.errors import KvError
+from spi.keys import KeyLike
+from spi.kv import changes as feed_reads
 from spi.kv.admin import KvAdmin
 from spi.kv.autocommit import KvAutoCommitTable
+from spi.kv.feed import DEFAULT_RETENTION, FeedSettings
 from spi.kv.layout import LayoutCache
 from spi.kv.store import OrderedStore, StoreSession
 from spi.kv.transaction import KvTransaction
@@ -14,9 +20,10 @@ from spi.provider import ProviderBase
 class KvProvider(ProviderBase):
     """A provider over an :class:`OrderedStore`; subclasses supply the store."""
 
-    def __init__(self, url: str, store: OrderedStore) -> None:
+    def __init__(self, url: str, store: OrderedStore, *, changes_retention: float = DEFAULT_RETENTION) -> None:
         super().__init__(url)
         self._store = store
+        self._feed = FeedSettings(changes_retention)
         self.layouts = LayoutCache()
         """Decoded table layouts, shared by this provider's transactions and reads."""
         self._admin = KvAdmin(self.transaction, self.session, self.layouts)
@@ -29,7 +36,7 @@ class KvProvider(ProviderBase):
 
     def transaction(self) -> KvTransaction:
         """A new serializable transaction (waits for exclusive access)."""
-        return KvTransaction(self.session(), self.layouts)
+        return KvTransaction(self.session(), self.layouts, self._feed)
 
     def session(self, read_only: bool = False) -> StoreSession:
         """Exclusive access to the store (waits up to the busy timeout); ``read_only``:
@@ -38,9 +45,46 @@ class KvProvider(ProviderBase):
             raise KvError(f"provider {self.url} is closed")
         return self._store.session(read_only)
 
+    def _brief_session(self) -> StoreSession:
+        if self._closed:
+            raise KvError(f"provider {self.url} is closed")
+        return self._store.brief_session()
+
     def table(self, name: str) -> KvAutoCommitTable:
         """An auto-commit handle: each write its own transaction, each read one session."""
         return KvAutoCommitTable(self, name, self.session, self.layouts)
+
+    def revision(self) -> int:
+        """The store's current revision (0 before the first recorded write)."""
+        return feed_reads.revision(self.session)
+
+    def changes(
+        self,
+        tables: str | Sequence[str] | None = None,
+        *,
+        since: int = 0,
+        key: KeyLike | None = None,
+        prefix: KeyLike | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Change]:
+        """Recorded events after ``since`` up to the current revision (see :mod:`spi.kv.changes`)."""
+        return feed_reads.changes(self.session, self.layouts, tables, since, key, prefix, limit)
+
+    def watch(
+        self,
+        table: str,
+        *,
+        key: KeyLike | None = None,
+        prefix: KeyLike | None = None,
+        since: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[Change]:
+        """Recorded, then live events of ``table`` (see :mod:`spi.kv.changes`)."""
+        return feed_reads.watch(self._brief_session, self.layouts, self._store, table, key, prefix, since, timeout)
+
+    def compact(self, revision: int) -> None:
+        """Forget the events with revision <= ``revision``."""
+        feed_reads.compact(self.transaction, revision)
 
     def close(self) -> None:
         """Release the store."""

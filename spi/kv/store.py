@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from typing import Any
 
 from spi.errors import KvError
+
+POLL_INTERVAL = 0.1
+"""Seconds between two looks of a watch on a store that cannot signal changes."""
 
 
 def ended_error() -> KvError:
@@ -60,6 +65,15 @@ class StoreSession(ABC):
         """Note that this session commits a change :meth:`generation` must reflect (a
         catalog change): later sessions get a new number."""
 
+    def announce(self, revision: int) -> None:
+        """Called after a commit that took change-feed ``revision``, before the
+        session ends: wake the store's watchers (:meth:`OrderedStore.change_marker`)."""
+
+    def known_revision(self) -> int | None:
+        """The revision last announced, if nothing else can have committed one since
+        (RocksDB: the database stayed open; see :meth:`generation`); None: read it."""
+        return None
+
 
 class OrderedStore(ABC):
     """A sorted byte-string map that hands out exclusive sessions."""
@@ -69,5 +83,20 @@ class OrderedStore(ABC):
         """Wait for exclusive access (busy timeout) and start a session; ``read_only``:
         the session will not commit (a store may open itself more cheaply for it)."""
 
+    def brief_session(self) -> StoreSession:
+        """A session for one short read by a caller that then waits a while (a
+        watch): stores may release at once what they had to open for it."""
+        return self.session()
+
     def close(self) -> None:
         """Release everything the store holds."""
+
+    def change_marker(self) -> Any:
+        """A cheap value that changes whenever a session announces a revision (in any
+        process that shares the store); None when the store cannot tell."""
+        return None
+
+    def wait_for_change(self, marker: Any, timeout: float) -> None:
+        """Return once :meth:`change_marker` is no longer ``marker``, or after
+        ``timeout`` seconds (a store that cannot tell just sleeps: watchers poll)."""
+        time.sleep(min(timeout, POLL_INTERVAL))

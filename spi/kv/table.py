@@ -12,6 +12,7 @@ from spi.kept import write_kept
 from spi.keys import Range, ResolvedRange, key_of
 from spi.kv.buffer import WriteBuffer
 from spi.kv.bulk import KvLoadPreparer, RowBatch
+from spi.kv.feed import delete_event, put_event, put_events
 from spi.kv.layout import Layout
 from spi.kv.scan import Scanner
 from spi.primitives import Kept, ScanRequest, Stored
@@ -29,6 +30,9 @@ class KvTable(TableBase):
         self._scanner_made: Scanner | None = None
         self._last_key: tuple[Any, ...] | None = None
         self._last_encoded = b""
+        # The transaction's change-feed events, for a change-fed table only: a table
+        # without a feed pays one test per write.
+        self._events = buffer.events if layout.spec.changes else None
 
     @property
     def _scanner(self) -> Scanner:
@@ -65,7 +69,10 @@ class KvTable(TableBase):
                     continue
                 put(prefix + encode(old_value) + enc, None)
             put(prefix + encode(new_value) + enc, b"")
-        put(lay.row_prefix + enc, lay.encode_row(values, version))
+        row_key, stored = lay.row_prefix + enc, lay.encode_row(values, version)
+        put(row_key, stored)
+        if self._events is not None:
+            self._events.append(put_event(row_key, stored))
 
     def _load_preparer(self) -> KvLoadPreparer:
         return self._layout.load_preparer()
@@ -111,11 +118,14 @@ class KvTable(TableBase):
         old)`` row ``i`` whose key exists (an insert fails whole first)."""
         lay, buffer, keys = self._layout, self._buffer, batch.keys
         olds = buffer.get_many(keys)
+        events = self._events
         if olds.count(None) == len(olds):
             # Rows first: a load usually comes in key order, which the sort at commit uses.
             buffer.put_many(keys, stored)
             for entries in batch.entries:
                 buffer.put_many(entries, repeat(b""))
+            if events is not None:
+                events.append(put_events(keys, stored))
             return
         if mode == "insert":  # fails whole, before any write (see TableBase._load_batch)
             first = next(i for i, old in enumerate(olds) if old is not None)
@@ -125,6 +135,8 @@ class KvTable(TableBase):
                 buffer.put(keys[i], stored[i])
                 for entries in batch.entries:
                     buffer.put(entries[i], b"")
+                if events is not None:
+                    events.append(put_event(keys[i], stored[i]))
             else:
                 values = batch.row(i)
                 write(i, key_of(self.spec, values), values, lay.decode_row(old))
@@ -135,6 +147,8 @@ class KvTable(TableBase):
         for column, prefix, encode in lay.indexes:
             self._buffer.remove(prefix + encode(old.values[column]) + enc)
         self._buffer.remove(lay.row_prefix + enc)
+        if self._events is not None:
+            self._events.append(delete_event(lay.row_prefix + enc))
 
     def _scan(self, request: ScanRequest) -> Iterator[Stored]:
         return self._scanner.stream(request, Stored)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from spi.errors import TableNotFoundError
 from spi.kv.buffer import WriteBuffer
+from spi.kv.feed import FeedSettings, record
 from spi.kv.layout import Layout, LayoutCache, catalog_key
 from spi.kv.store import StoreSession
 from spi.kv.table import KvTable
@@ -35,10 +36,11 @@ def stored_layout(buffer: WriteBuffer, cache: LayoutCache, name: str) -> Layout:
 class KvTransaction(WriteBuffer, TransactionBase):
     """A transaction over an exclusive store session with a write buffer."""
 
-    def __init__(self, session: StoreSession, cache: LayoutCache) -> None:
+    def __init__(self, session: StoreSession, cache: LayoutCache, feed: FeedSettings | None = None) -> None:
         WriteBuffer.__init__(self, session)
         TransactionBase.__init__(self)
         self._cache = cache
+        self._feed = feed or FeedSettings()
         self._layouts: dict[str, Layout] = {}
         self._catalog_changed = False
 
@@ -68,7 +70,14 @@ class KvTransaction(WriteBuffer, TransactionBase):
     def _commit(self) -> None:
         if self._catalog_changed:
             self._session.advance_generation()
-        self.flush()
+        revision = None
+        if self.events or self.feed_touched:
+            try:
+                revision = record(self, self._feed)
+            except BaseException:
+                self.discard()
+                raise
+        self.flush(revision)
 
     def _rollback(self) -> None:
         self.discard()

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 
 import spi
 from spi import Range, col
+from spi.capabilities import Capability
+from spi.changes import Change
 from spi.errors import KvError
 from spi.testing.reference import ReferenceProvider
 
@@ -37,6 +39,10 @@ SPEC = spi.TableSpec(
     primary_key=["a", "b"],
     indexes=["i", "s"],
 )
+
+FED_SPEC = SPEC.with_changes(True)
+"""SPEC with a change feed: used on providers that declare ``changes``, whose events
+must then match the reference model's too."""
 
 _A = st.sampled_from(["", "a", "b", "é", "a\u00e9", "\uffff", "\U00010000"])
 _B = st.integers(-3, 3)
@@ -205,11 +211,28 @@ _OPS = st.one_of(
 )
 
 
+_FEED_OPS = st.one_of(
+    _OPS,
+    st.tuples(
+        st.just("changes"),
+        st.integers(0, 4),
+        st.one_of(st.none(), st.builds(lambda k: {"key": k}, _key()), st.builds(lambda a: {"prefix": (a,)}, _A)),
+        st.one_of(st.none(), st.integers(0, 3)),
+    ),
+    st.tuples(st.just("compact"), st.integers(0, 4)),
+)
+"""The operations of a change-fed run: every write, reading the feed, compacting it."""
+
+
 def _norm(value: Any) -> Any:
     if isinstance(value, float):
         return "nan" if math.isnan(value) else value
     if isinstance(value, spi.Row):
         return ({k: _norm(v) for k, v in value.items()}, value.version)
+    if isinstance(value, Change):  # the commit time differs between the two
+        return (value.revision, value.table, value.op, _norm(value.key), _norm(value.row), value.version)
+    if isinstance(value, dict):
+        return {k: _norm(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_norm(v) for v in value]
     return value
@@ -264,6 +287,10 @@ def _apply(p: Any, op: tuple[Any, ...]) -> Any:
         replaced = p.table(staging).count()
         p.admin.drop(staging)
         return staged, replaced
+    if kind == "changes":
+        return list(p.changes("t", since=op[1], limit=op[3], **(op[2] or {})))
+    if kind == "compact":
+        return p.compact(op[1])
     if kind == "txn":
 
         def body(tx: Any) -> list[int]:
@@ -451,22 +478,28 @@ class DifferentialTests:
         return ReferenceProvider
 
     def test_differential(self, provider_factory: Callable[[], Any], reference_factory: Callable[[], Any]) -> None:
+        with _opened(provider_factory) as probe:
+            fed = Capability.CHANGES in probe.capabilities
+
         @settings(
             max_examples=self.differential_examples,
             deadline=None,
             derandomize=True,
             suppress_health_check=list(HealthCheck),
         )
-        @given(st.lists(_OPS, min_size=1, max_size=25))
+        @given(st.lists(_FEED_OPS if fed else _OPS, min_size=1, max_size=25))
         def run(ops: list[tuple[Any, ...]]) -> None:
             with _opened(provider_factory) as p, _opened(reference_factory) as ref:
-                p.admin.create(SPEC)
-                ref.admin.create(SPEC)
+                p.admin.create(FED_SPEC if fed else SPEC)
+                ref.admin.create(FED_SPEC if fed else SPEC)
                 for i, op in enumerate(ops):
                     got, want = _outcome(p, op), _outcome(ref, op)
                     assert got == want, f"operation {i} {op!r}: provider gave {got!r}, reference {want!r}"
                 final = _outcome(p, ("scan", {}))
                 assert final == _outcome(ref, ("scan", {}))
+                if fed:  # the whole feed: every event of every write, in order
+                    assert p.revision() == ref.revision()
+                    assert _outcome(p, ("changes", 0, None, None)) == _outcome(ref, ("changes", 0, None, None))
 
         run()
 

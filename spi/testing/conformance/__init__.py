@@ -2,11 +2,13 @@
 area, each a mixin class a provider may also run alone (with :class:`ConformanceBase`).
 
 Groups that need more than the core contract are gated by capability
-(:mod:`spi.testing.requirements`): threads, processes, durability and verify.
+(:mod:`spi.testing.requirements`): threads, processes, durability, verify and the
+change-feed groups (changes, watch, change processes, change durability).
 """
 
 from spi.testing.conformance.admin import AdminTests
 from spi.testing.conformance.base import ConformanceBase
+from spi.testing.conformance.changes import ChangeTests
 from spi.testing.conformance.copies import CopyTests
 from spi.testing.conformance.filters import FilterTests
 from spi.testing.conformance.indexes import IndexTests
@@ -19,6 +21,7 @@ from spi.testing.conformance.threads import ThreadTests
 from spi.testing.conformance.transactions import TransactionTests
 from spi.testing.conformance.values import ValueTests
 from spi.testing.conformance.verify import VerifyTests
+from spi.testing.conformance.watch import ChangeDurabilityTests, ChangeProcessTests, WatchTests
 from spi.testing.conformance.writes import WriteTests
 
 
@@ -38,6 +41,10 @@ class ConformanceTests(
     ProcessTests,
     DurabilityTests,
     VerifyTests,
+    ChangeTests,
+    WatchTests,
+    ChangeProcessTests,
+    ChangeDurabilityTests,
     ConformanceBase,
 ):
     """Every group; subclass it and define the ``provider_factory`` fixture."""
@@ -45,6 +52,9 @@ class ConformanceTests(
 
 __all__ = [
     "AdminTests",
+    "ChangeDurabilityTests",
+    "ChangeProcessTests",
+    "ChangeTests",
     "ConformanceBase",
     "ConformanceTests",
     "CopyTests",
@@ -60,5 +70,6 @@ __all__ = [
     "TransactionTests",
     "ValueTests",
     "VerifyTests",
+    "WatchTests",
     "WriteTests",
 ]

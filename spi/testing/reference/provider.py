@@ -8,10 +8,11 @@ copied them fails to commit with :class:`ConflictError`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from spi.changes import Change
 from spi.errors import (
     ConflictError,
     IncompatibleSchemaError,
@@ -20,7 +21,8 @@ from spi.errors import (
     TableNotFoundError,
 )
 from spi.spec import TableSpec, validate_name
-from spi.staging import is_staging, new_staging_name, stages
+from spi.staging import check_stageable, is_staging, new_staging_name, stages
+from spi.testing.reference.feed import Feed, Pending
 from spi.testing.reference.records import StoredTable
 from spi.testing.reference.table import ReferenceTable, load_batches
 
@@ -62,7 +64,7 @@ class ReferenceAdmin:
         """A new empty hidden table with ``name``'s spec, after dropping the earlier
         staging tables of ``name``; its name."""
         validate_name(name, "table")
-        spec = stored(self._tables, name).spec
+        spec = check_stageable(stored(self._tables, name).spec)
         for leftover in [n for n in self._tables if stages(n, name)]:
             self.drop(leftover)
         staging = new_staging_name(name)
@@ -90,9 +92,11 @@ def stored(tables: dict[str, StoredTable], name: str) -> StoredTable:
 class ReferenceTransaction:
     """A transaction over private copies of the tables it opens."""
 
-    def __init__(self, tables: dict[str, StoredTable]) -> None:
+    def __init__(self, tables: dict[str, StoredTable], feed: Feed) -> None:
         self._tables = tables
+        self._feed = feed
         self._open: dict[str, tuple[int, ReferenceTable]] = {}  # name -> (commits seen, table)
+        self._pending: Pending = []  # change-feed events, in call order
         self._done = False
 
     def table(self, name: str) -> ReferenceTable:
@@ -101,7 +105,8 @@ class ReferenceTransaction:
             raise InvalidFieldError("this transaction has ended; open a new one")
         if name not in self._open:
             committed = stored(self._tables, name)
-            self._open[name] = (committed.commits, ReferenceTable(committed.spec, list(committed.rows)))
+            feed = self._pending if committed.spec.changes else None
+            self._open[name] = (committed.commits, ReferenceTable(committed.spec, list(committed.rows), feed))
         return self._open[name][1]
 
     def __enter__(self) -> Self:
@@ -122,6 +127,7 @@ class ReferenceTransaction:
             committed = self._tables[name]
             committed.rows = list(table.rows)  # a handle kept after the commit cannot reach it
             committed.commits += 1
+        self._feed.commit(self._pending)
 
 
 def _autocommit(operation: str) -> Callable[..., Any]:
@@ -181,11 +187,27 @@ class ReferenceProvider:
 
     def __init__(self) -> None:
         self._tables: dict[str, StoredTable] = {}
+        self._feed = Feed()
         self.admin = ReferenceAdmin(self._tables)
 
     def transaction(self) -> ReferenceTransaction:
         """A new transaction (a context manager: commit on exit, roll back on an exception)."""
-        return ReferenceTransaction(self._tables)
+        return ReferenceTransaction(self._tables, self._feed)
+
+    def revision(self) -> int:
+        """How many transactions recorded change-feed events."""
+        return self._feed.revision
+
+    def changes(
+        self, tables: Any = None, *, since: Any = 0, key: Any = None, prefix: Any = None, limit: Any = None
+    ) -> Iterator[Change]:
+        """The recorded events after ``since`` (see :class:`spi.testing.reference.feed.Feed`)."""
+        specs = {name: table.spec for name, table in self._tables.items()}
+        return self._feed.changes(specs, tables, since, key, prefix, limit)
+
+    def compact(self, revision: Any) -> None:
+        """Forget the events up to ``revision``."""
+        self._feed.compact(revision)
 
     def run(self, fn: Callable[[ReferenceTransaction], T], retries: int = 10) -> T:
         """``fn(tx)`` in a transaction, retried up to ``retries`` times on :class:`ConflictError`."""

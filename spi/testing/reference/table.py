@@ -28,6 +28,7 @@ from spi.testing.reference.checks import (
     full_row,
     key_values,
 )
+from spi.testing.reference.feed import Pending
 from spi.testing.reference.order import compare_tuples, compare_values
 from spi.testing.reference.records import Record, key_of
 from spi.testing.reference.scans import check_scan, decode_token, encode_token, position, select
@@ -63,11 +64,17 @@ def kept_version(row: Any) -> int:
 
 
 class ReferenceTable:
-    """A table as one transaction sees it; ``rows`` is the transaction's private copy."""
+    """A table as one transaction sees it; ``rows`` is the transaction's private copy
+    and ``feed`` (a change-fed table only) the transaction's events, in call order."""
 
-    def __init__(self, spec: TableSpec, rows: list[Record]) -> None:
+    def __init__(self, spec: TableSpec, rows: list[Record], feed: Pending | None = None) -> None:
         self.spec = spec
         self.rows = rows
+        self.feed = feed
+
+    def _record(self, op: str, key: tuple[Any, ...], values: dict[str, Any] | None, version: int | None) -> None:
+        if self.feed is not None:
+            self.feed.append((self.name, op, key, None if values is None else dict(values), version))
 
     @property
     def name(self) -> str:
@@ -89,7 +96,12 @@ class ReferenceTable:
             self.rows.append(record)
         else:
             self.rows[self.rows.index(old)] = record
+        self._record("put", key_of(self.spec, values), values, version)
         return version
+
+    def _remove(self, old: Record) -> None:
+        self.rows.remove(old)
+        self._record("delete", old.key(self.spec), None, None)
 
     def _check_version(self, old: Record | None, version: int | None) -> None:
         if version is None:
@@ -152,7 +164,7 @@ class ReferenceTable:
         self._check_version(old, wanted)
         if old is None:
             return False
-        self.rows.remove(old)
+        self._remove(old)
         return True
 
     def increment(self, key: Any, column: str, amount: int | float = 1) -> int | float:
@@ -206,7 +218,7 @@ class ReferenceTable:
         """Delete every row in range matching ``where``; rows deleted."""
         found = select(self.spec, self.rows, check_scan(self.spec, range, where))
         for old in found:
-            self.rows.remove(old)
+            self._remove(old)
         return len(found)
 
     def load(
@@ -250,7 +262,7 @@ class ReferenceTable:
                 if any(compare_tuples(key, earlier) == 0 for earlier in keys[:i]):
                     duplicate = RowExistsError(f"key {key!r} appears twice in the input", key=key)
                     raise _in_load(duplicate, offset + i, offset)
-        copy = ReferenceTable(self.spec, list(self.rows))
+        copy = ReferenceTable(self.spec, list(self.rows), None if self.feed is None else [])
         write = {"upsert": copy.upsert, "insert": copy.insert, "replace": copy.replace}[mode]
         for i, values in enumerate(checked):
             try:
@@ -261,6 +273,8 @@ class ReferenceTable:
             except KvError as exc:
                 raise _in_load(exc, offset + i, offset) from None
         self.rows[:] = copy.rows
+        if self.feed is not None and copy.feed is not None:
+            self.feed.extend(copy.feed)
 
     def write_kept(self, values: dict[str, Any], mode: str, version: int) -> None:
         """Write checked ``values`` as ``mode`` says, with ``version`` (not the next one)."""
@@ -274,6 +288,7 @@ class ReferenceTable:
             self.rows.append(record)
         else:
             self.rows[self.rows.index(old)] = record
+        self._record("put", key, merged, version)
 
     # -------------------------------------------------------------------- reads
     def _row(self, record: Record) -> Row:

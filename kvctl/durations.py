@@ -1,0 +1,24 @@
+"""Durations on the command line (``--timeout``, ``--ttl``): ``90``, ``90s``, ``15m``,
+``2h``, ``7d`` (CLI.md, "Values on the command line and in files")."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from kvctl.errors import CliError
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhd]?)\Z")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, option: str) -> float:
+    """Seconds of a duration word: a number of seconds, or one with a unit ``s``,
+    ``m``, ``h`` or ``d``; anything else is bad input (exit 2)."""
+    match = _DURATION.match(text.strip().lower())
+    if match is None:
+        raise CliError(f"{option} expects a duration such as 90, 90s, 15m, 2h or 7d, got {text!r}")
+    seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if not math.isfinite(seconds):
+        raise CliError(f"{option} is too long: {text!r}")
+    return seconds

@@ -1,0 +1,108 @@
+"""What the change-feed commands share (``watch``, ``changes``, ``get --watch``):
+checks with the ``kvctl`` hint, events as NDJSON lines, and ending on a closed pipe.
+
+An event prints as one JSON object (CLI.md): ``{"revision", "table", "op", "key",
+"row", "version", "time"}``, values in their JSON form (:mod:`kvctl.render`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import typer
+
+import spi
+from kvctl.common import parse_columns
+from kvctl.durations import parse_duration
+from kvctl.errors import CliError
+from kvctl.keys import parse_key
+from kvctl.output import dumps
+from kvctl.render import json_row
+from kvctl.state import get_state
+from spi.capabilities import Capability
+from spi.textvalues import to_json_value
+from spi.validate import check_projection
+
+
+def check_feeds(provider: spi.Provider) -> None:
+    """Bad usage (exit 2) unless the provider records change feeds."""
+    if Capability.CHANGES not in provider.capabilities:
+        raise CliError(f"the provider at {provider.url} does not record change feeds")
+
+
+def fed_spec(provider: spi.Provider, table: str) -> spi.TableSpec:
+    """The spec of ``table`` (missing: exit 1), which must record a change feed
+    (else exit 2, naming the command that turns it on)."""
+    check_feeds(provider)
+    spec = provider.admin.get_spec(table)
+    if not spec.changes:
+        raise CliError(
+            f"table {table!r} does not record a change feed; `kvctl table alter {table} --changes` turns it on"
+        )
+    return spec
+
+
+def event_json(event: spi.Change) -> dict[str, Any]:
+    """An event as the JSON object ``watch`` and ``changes`` print."""
+    return {
+        "revision": event.revision,
+        "table": event.table,
+        "op": event.op,
+        "key": json_row(event.key),
+        "row": None if event.row is None else json_row(event.row),
+        "version": event.version,
+        "time": to_json_value(event.time),
+    }
+
+
+def stream(lines: Iterator[Any]) -> None:
+    """Print each JSON value of ``lines`` on its own line, flushed at once; a reader
+    that goes away (``watch ... | head``) ends the command with exit 0."""
+    try:
+        for value in lines:
+            sys.stdout.write(dumps(value) + "\n")
+            sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more reaches the closed pipe
+        raise typer.Exit(0) from None
+
+
+def watch_row(
+    ctx: typer.Context, table: str, words: list[str], columns: str | None, versions: bool, timeout: str | None
+) -> None:
+    """``get TABLE KEY... --watch``: the row, then the row after each change (null:
+    gone), each printed only when it differs from the one before."""
+    wait = None if timeout is None else parse_duration(timeout, "--timeout")
+    provider = get_state(ctx).provider(create=False)
+    spec = fed_spec(provider, table)
+    cols = parse_columns(spec, columns)
+    shape = check_projection(spec, cols)  # what read(columns=...) returns: the columns and the key
+    key = parse_key(spec, words)
+    since = provider.revision()  # first: a write after it is an event, even if the read sees it too
+    row = provider.table(table).read(key, columns=cols)
+    shown = None if row is None else (row.to_dict(), row.version)
+
+    def states() -> Iterator[Any]:
+        nonlocal shown
+        if shown is not None:
+            yield _shown(shown, versions)
+        for event in provider.watch(table, key=key, since=since, timeout=wait):
+            now = None
+            if event.row is not None and event.version is not None:
+                now = (event.row if shape is None else {c: event.row[c] for c in shape}, event.version)
+            if now != shown:
+                shown = now
+                yield None if now is None else _shown(now, versions)
+
+    stream(states())
+
+
+def _shown(state: tuple[dict[str, Any], int], versions: bool) -> dict[str, Any]:
+    values = json_row(state[0])
+    if versions:
+        values["_version"] = state[1]
+    return values

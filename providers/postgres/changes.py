@@ -1,0 +1,242 @@
+"""The read side of PostgreSQL change feeds: ``revision``, ``changes``, ``watch``,
+``compact`` (the write side and the tables are :mod:`providers.postgres.feed`).
+
+Each read is one short REPEATABLE READ transaction: the counter and the events in
+one snapshot, so every event up to the counter is there (the counter's row lock
+orders commits). A watch LISTENs on the schema's channel on a connection of its
+own, and reads again when notified, or every second in any case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+
+from providers.postgres.database import PgDatabase
+from providers.postgres.feed import OP_DROP, channel, feed_tables
+from providers.postgres.transaction import PgTransaction, begin
+from spi.changes import OPS, Change, check_revision, check_tables, check_timeout, follow, key_filter, require_feed
+from spi.codec import decode_key, prefix_successor
+from spi.errors import InvalidFieldError, RevisionCompactedError, TableNotFoundError
+from spi.keys import KeyLike
+from spi.spec import TableSpec
+from spi.validate import check_limit
+
+CHUNK = 1000
+"""Events read per transaction."""
+_unpack = msgspec.msgpack.Decoder().decode
+
+
+def _read(db: PgDatabase) -> PgTransaction:
+    return begin(db, isolation="REPEATABLE READ", read_only=True)
+
+
+def _counter(tx: PgTransaction, db: PgDatabase) -> tuple[int, int]:
+    """(revision, compacted through) as ``tx`` sees them; (0, 0) before any feed."""
+    _, revision = feed_tables(db.schema)
+    if not tx.relation_exists(db.schema, revision.name):
+        return 0, 0
+    found = tx.execute(sa.select(revision.c.revision, revision.c.compacted).where(revision.c.id == 1)).first()
+    return (0, 0) if found is None else (int(found[0]), int(found[1]))
+
+
+class _Reader:
+    """A ``changes`` or ``watch`` call: its tables and filter, and how far it has read."""
+
+    def __init__(self, db: PgDatabase, names: list[str] | None, key: KeyLike | None, prefix: KeyLike | None) -> None:
+        self._db = db
+        self._names = names
+        self._key, self._prefix = key, prefix
+        self._done = 0  # every revision up to this one is read
+        self._after = (0, 0)  # the last (revision, seq) read
+        self._watching = False
+
+    def _specs(self, tx: PgTransaction) -> dict[str, TableSpec]:
+        if self._names is None:
+            catalog = self._db.catalog
+            found = (TableSpec.from_dict(row.spec) for row in tx.execute(sa.select(catalog.c.spec)))
+            return {spec.name: spec for spec in found if spec.changes}
+        return {name: require_feed(tx.spec(name)) for name in self._names}
+
+    def _check(self, compacted: int) -> None:
+        if compacted > self._done:
+            raise RevisionCompactedError(
+                f"the change feed is compacted through revision {compacted}: events after revision "
+                f"{self._done} are gone; read from revision {compacted} or later",
+                oldest=compacted,
+            )
+
+    def start(self, since: int | None, *, watching: bool = False) -> int:
+        """Check the tables and ``since`` in a first read; the current revision."""
+        self._watching = watching
+        with _read(self._db) as tx:
+            specs = self._specs(tx)
+            current, compacted = _counter(tx, self._db)
+        if self._key is not None or self._prefix is not None:
+            (spec,) = specs.values()
+            key_filter(spec, self._key, self._prefix)  # checks the key now
+        self._done = current if since is None else since
+        self._after = (self._done, 2**31)
+        self._check(compacted)
+        return current
+
+    def read(self, end: int | None, limit: int | None) -> tuple[list[Change], bool]:
+        """Up to ``limit`` (and :data:`CHUNK`) events after the position, up to revision
+        ``end`` (None: the current one), and whether more may follow."""
+        changes, _ = feed_tables(self._db.schema)
+        with _read(self._db) as tx:
+            specs = self._specs(tx)
+            current, compacted = _counter(tx, self._db)
+            self._check(compacted)
+            last = current if end is None else end
+            n = CHUNK if limit is None else min(limit, CHUNK)
+            c = changes.c
+            stmt = (
+                sa.select(c.revision, c.seq, c.table_name, c.op, c.key, c.row, c.version, c.time)
+                .where(sa.tuple_(c.revision, c.seq) > sa.tuple_(*self._after), c.revision <= last)
+                .where(c.table_name.in_(list(specs)))
+                .order_by(c.revision, c.seq)
+                .limit(n)
+            )
+            if self._key is not None or self._prefix is not None:
+                (spec,) = specs.values()
+                wanted, exact = key_filter(spec, self._key, self._prefix)  # type: ignore[misc]
+                following = prefix_successor(wanted)
+                if exact:
+                    on_key = c.key == wanted
+                else:
+                    on_key = sa.and_(c.key >= wanted, *([c.key < following] if following is not None else []))
+                stmt = stmt.where(sa.or_(on_key, c.op == OP_DROP))  # a drop ends a keyed watch too
+            rows = tx.execute(stmt).fetchall() if specs else []
+        out = []
+        for revision, seq, table, op, key, row, version, when in rows:
+            self._after, self._done = (revision, seq), revision - 1
+            if op == OP_DROP:
+                if self._watching:
+                    raise TableNotFoundError(f"table {table!r} was dropped")
+                continue
+            out.append(_change(specs[table], revision, op, bytes(key), row, version, when))
+        if len(rows) == n:
+            return out, True
+        self._done = max(self._done, last)
+        self._after = (self._done, 2**31)
+        return out, False
+
+
+def _change(spec: TableSpec, revision: int, op: int, key: bytes, row: Any, version: Any, when: Any) -> Change:
+    keys = dict(zip(spec.primary_key, decode_key(spec.key_types, key)[0]))
+    values = None
+    if row is not None:
+        stored = _unpack(bytes(row))
+        values = {c: stored.get(c) for c in spec.columns}
+    return Change(revision, spec.name, OPS[op], keys, values, version, when)
+
+
+def revision(db: PgDatabase) -> int:
+    """The schema's current revision."""
+    with _read(db) as tx:
+        return _counter(tx, db)[0]
+
+
+def changes(
+    db: PgDatabase,
+    tables: str | Sequence[str] | None,
+    since: int,
+    key: KeyLike | None,
+    prefix: KeyLike | None,
+    limit: int | None,
+) -> Iterator[Change]:
+    """See :meth:`spi.protocols.Provider.changes` (the first chunk is read now)."""
+    n = check_limit(limit)
+    reader = _Reader(db, check_tables(tables, key, prefix), key, prefix)
+    end = reader.start(check_revision(since))
+    if n == 0:
+        return iter(())
+    first, more = reader.read(end, n)
+
+    def rest() -> Iterator[Change]:
+        left, events, going = n, first, more
+        while True:
+            yield from events
+            if left is not None:
+                left -= len(events)
+                if left <= 0:
+                    return
+            if not going:
+                return
+            events, going = reader.read(end, left)
+
+    return rest()
+
+
+class _Listener:
+    """NOTIFY of the schema's channel, on a connection of its own (a
+    :class:`spi.changes.ChangeSignal`)."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+        self._seen = 0
+        with db.errors():
+            self._fairy = db.engine.raw_connection()
+            conn: Any = self._fairy.driver_connection
+            conn.autocommit = True
+            self._conn = conn
+            conn.execute(f'LISTEN "{channel(db.schema)}"')
+
+    def mark(self) -> Any:
+        return self._seen
+
+    def wait(self, marker: Any, timeout: float) -> None:
+        if self._seen != marker:
+            return
+        with self._db.errors():
+            for _ in self._conn.notifies(timeout=timeout, stop_after=1):
+                self._seen += 1
+
+    def close(self) -> None:
+        """Stop listening; the connection is not given back to the pool."""
+        self._fairy.invalidate()
+
+
+def watch(
+    db: PgDatabase,
+    table: str,
+    key: KeyLike | None,
+    prefix: KeyLike | None,
+    since: int | None,
+    timeout: float | None,
+) -> Iterator[Change]:
+    """See :meth:`spi.protocols.Provider.watch` (arguments, table and ``since`` checked now)."""
+    if not isinstance(table, str):
+        raise InvalidFieldError(f"watch takes one table name, got {table!r}")
+    reader = _Reader(db, check_tables(table, key, prefix), key, prefix)
+    wait = check_timeout(timeout)
+    reader.start(None if since is None else check_revision(since), watching=True)
+    listener = _Listener(db)
+
+    def run() -> Iterator[Change]:
+        try:
+            yield from follow(lambda: reader.read(None, None), listener, wait)
+        finally:
+            listener.close()
+
+    return run()
+
+
+def compact(db: PgDatabase, through: int) -> None:
+    """Forget the events with revision <= ``through`` (at most the current revision)."""
+    check_revision(through, "revision")
+    changes_table, counter = feed_tables(db.schema)
+    with begin(db, isolation="READ COMMITTED") as tx:
+        current, compacted = _counter(tx, db)
+        if through > current:
+            raise InvalidFieldError(f"cannot compact through revision {through}: the store is at revision {current}")
+        if through > compacted:
+            tx.execute(sa.delete(changes_table).where(changes_table.c.revision <= through))
+            tx.execute(sa.update(counter).where(counter.c.id == 1).values(compacted=through))
+
+
+__all__ = ["changes", "compact", "revision", "watch"]

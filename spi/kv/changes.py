@@ -1,0 +1,240 @@
+"""The read side of the ordered-store engine's change feed: ``revision``,
+``changes``, ``watch`` and ``compact`` (the write side is :mod:`spi.kv.feed`).
+
+Reads run in short store sessions of about :data:`CHUNK` events each, so a long
+feed never holds the store (RocksDB: its path) between chunks. Each session
+resolves the tables again: a table dropped since ends the read with
+``TableNotFoundError``, one whose feed was turned off with ``SchemaError``. A watch
+waits between reads on the store's change marker (:meth:`OrderedStore.change_marker`),
+which every commit that takes a revision moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from spi.changes import OPS, Change, check_revision, check_tables, check_timeout, follow, key_filter, require_feed
+from spi.codec import decode_key, from_micros, prefix_successor
+from spi.errors import InvalidFieldError, RevisionCompactedError, TableNotFoundError
+from spi.keys import KeyLike
+from spi.kv.buffer import WriteBuffer
+from spi.kv.feed import compacted_through, current_revision, forget_through, parse_page, parse_page_key, revision_start
+from spi.kv.layout import CATALOG, Layout, LayoutCache
+from spi.kv.store import OrderedStore, StoreSession
+from spi.kv.transaction import KvTransaction, stored_layout
+from spi.validate import check_limit
+
+CHUNK = 1000
+"""Events read per store session."""
+RECHECK = 2.0
+"""Seconds a watch waits at most before it reads again without a signal."""
+_ROW_PREFIX = 6  # len(Layout.row_prefix): 01 tid(4) 00
+
+
+class _Selection:
+    """The tables and key filter of one ``changes`` or ``watch`` call, resolved in
+    each session (the first resolution pins the tables' ids)."""
+
+    def __init__(self, names: list[str] | None, key: KeyLike | None, prefix: KeyLike | None) -> None:
+        self.names = names
+        self.key = key
+        self.prefix = prefix
+        self._ids: dict[str, int] = {}
+        self._filter: tuple[bytes, bool] | None = None
+
+    def resolve(self, view: WriteBuffer, cache: LayoutCache) -> dict[bytes, Layout]:
+        """The change-fed tables to read, by row prefix."""
+        if self.names is None:
+            entries = view.iterate(CATALOG, prefix_successor(CATALOG), False)
+            found = [cache.get(raw) for _, raw in entries]
+            return {lay.row_prefix: lay for lay in found if lay.spec.changes}
+        tables = {}
+        for name in self.names:
+            layout = stored_layout(view, cache, name)
+            if self._ids.setdefault(name, layout.table_id) != layout.table_id:
+                raise TableNotFoundError(f"table {name!r} was dropped (a table of that name was created since)")
+            require_feed(layout.spec)
+            tables[layout.row_prefix] = layout
+        if (self.key is not None or self.prefix is not None) and self._filter is None:
+            (layout,) = tables.values()
+            encoded, exact = key_filter(layout.spec, self.key, self.prefix)  # type: ignore[misc]
+            self._filter = (layout.row_prefix + encoded, exact)
+        return tables
+
+    def matches(self, row_key: bytes) -> bool:
+        """True if an event of the row stored under ``row_key`` passes the key filter."""
+        if self._filter is None:
+            return True
+        wanted, exact = self._filter
+        return row_key == wanted if exact else row_key.startswith(wanted)
+
+
+def _decode(layout: Layout, revision: int, op: int, row_key: bytes, stored: bytes | None, when: Any) -> Change:
+    spec = layout.spec
+    key = dict(zip(spec.primary_key, decode_key(spec.key_types, row_key, _ROW_PREFIX)[0]))
+    if stored is None:
+        return Change(revision, spec.name, OPS[op], key, None, None, when)
+    row = layout.decode_row(stored)
+    return Change(revision, spec.name, OPS[op], key, row.values, row.version, when)
+
+
+class _Reader:
+    """Reads a selection's events from a position on, one session at a time."""
+
+    def __init__(self, session: Callable[[], StoreSession], cache: LayoutCache, selection: _Selection) -> None:
+        self._session = session
+        self._cache = cache
+        self._selection = selection
+        self._done = 0  # every revision up to this one is read
+        self._page = b""  # the first page key not read whole...
+        self._skip = 0  # ...and how many of its events are read
+
+    def start(self, since: int | None) -> int:
+        """Resolve the selection and check ``since`` in a first session; reading
+        starts after ``since`` (None: the current revision). Returns the current revision."""
+        view = WriteBuffer(self._session())
+        try:
+            self._selection.resolve(view, self._cache)
+            current = current_revision(view)
+            self._done = current if since is None else since
+            self._page = revision_start(self._done + 1)
+            self._check_compaction(view)
+            return current
+        finally:
+            view.discard()
+
+    def _check_compaction(self, view: WriteBuffer) -> None:
+        oldest = compacted_through(view)
+        if oldest > self._done:
+            raise RevisionCompactedError(
+                f"the change feed is compacted through revision {oldest}: events after revision "
+                f"{self._done} are gone; read from revision {oldest} or later",
+                oldest=oldest,
+            )
+
+    def read(self, end: int | None, limit: int | None) -> tuple[list[Change], bool]:
+        """Up to ``limit`` matching events (reading about :data:`CHUNK`) from the
+        position up to revision ``end`` (None: the current one), and whether more may follow."""
+        view = WriteBuffer(self._session())
+        try:
+            tables = self._selection.resolve(view, self._cache)
+            self._check_compaction(view)
+            last = current_revision(view) if end is None else end
+            out: list[Change] = []
+            scanned = 0
+            matches = self._selection.matches
+            for k, v in view.iterate(self._page, revision_start(last + 1), False):
+                revision, _ = parse_page_key(k)
+                micros, events = parse_page(v)
+                when = from_micros(micros)
+                skip = self._skip if k == self._page else 0
+                self._done = revision - 1
+                for i in range(skip, len(events)):
+                    op, row_key, stored = events[i]
+                    layout = tables.get(row_key[:_ROW_PREFIX])
+                    if layout is not None and matches(row_key):
+                        out.append(_decode(layout, revision, op, row_key, stored, when))
+                        if limit is not None and len(out) >= limit:
+                            self._page, self._skip = k, i + 1
+                            return out, True
+                self._page, self._skip = k + b"\x00", 0
+                scanned += len(events) - skip
+                if scanned >= CHUNK:
+                    return out, True
+            self._done = max(self._done, last)
+            self._page, self._skip = revision_start(self._done + 1), 0
+            return out, False
+        finally:
+            view.discard()
+
+
+def revision(session: Callable[[], StoreSession]) -> int:
+    """The store's current revision."""
+    view = WriteBuffer(session())
+    try:
+        return current_revision(view)
+    finally:
+        view.discard()
+
+
+def changes(
+    session: Callable[[], StoreSession],
+    cache: LayoutCache,
+    tables: str | Sequence[str] | None,
+    since: int,
+    key: KeyLike | None,
+    prefix: KeyLike | None,
+    limit: int | None,
+) -> Iterator[Change]:
+    """See :meth:`spi.protocols.Provider.changes`: the first chunk is read now (so
+    errors raise at the call), the rest in later sessions; the feed ends at the
+    revision current at the call."""
+    names = check_tables(tables, key, prefix)
+    n = check_limit(limit)
+    reader = _Reader(session, cache, _Selection(names, key, prefix))
+    end = reader.start(check_revision(since))
+    if n == 0:
+        return iter(())
+    first, more = reader.read(end, n)
+
+    def rest() -> Iterator[Change]:
+        left, events, going = n, first, more
+        while True:
+            yield from events
+            if left is not None:
+                left -= len(events)
+                if left <= 0:
+                    return
+            if not going:
+                return
+            events, going = reader.read(end, left)
+
+    return rest()
+
+
+class _StoreSignal:
+    """An ordered store's change marker as a :class:`spi.changes.ChangeSignal`."""
+
+    def __init__(self, store: OrderedStore) -> None:
+        self._store = store
+
+    def mark(self) -> Any:
+        return self._store.change_marker()
+
+    def wait(self, marker: Any, timeout: float) -> None:
+        self._store.wait_for_change(marker, timeout)
+
+
+def watch(
+    session: Callable[[], StoreSession],
+    cache: LayoutCache,
+    store: OrderedStore,
+    table: str,
+    key: KeyLike | None,
+    prefix: KeyLike | None,
+    since: int | None,
+    timeout: float | None,
+) -> Iterator[Change]:
+    """See :meth:`spi.protocols.Provider.watch` (arguments, the table and ``since``
+    are checked now)."""
+    if not isinstance(table, str):
+        raise InvalidFieldError(f"watch takes one table name, got {table!r}")
+    names = check_tables(table, key, prefix)
+    wait = check_timeout(timeout)
+    reader = _Reader(session, cache, _Selection(names, key, prefix))
+    reader.start(None if since is None else check_revision(since))
+    return follow(lambda: reader.read(None, None), _StoreSignal(store), wait, recheck=RECHECK)
+
+
+def compact(transaction: Callable[[], KvTransaction], through: int) -> None:
+    """Forget the events with revision <= ``through`` (at most the current revision)."""
+    check_revision(through, "revision")
+    with transaction() as tx:
+        current = current_revision(tx)
+        if through > current:
+            raise InvalidFieldError(f"cannot compact through revision {through}: the store is at revision {current}")
+        forget_through(tx, through)
+
+
+__all__ = ["CHUNK", "changes", "compact", "revision", "watch"]

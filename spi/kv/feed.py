@@ -1,0 +1,268 @@
+"""The write side of the ordered-store engine's change feed: revisions, how events
+are stored, compaction and retention (the key layout is in :mod:`spi.kv.layout`).
+
+A write to a change-fed table appends its event to the transaction's
+``WriteBuffer.events``. At commit, :func:`record` reads the store's revision, takes
+the next one and adds the revision's pages of events and the new counter to the
+same batch as the rows, so the one atomic store commit holds all of them: there is
+never a row without its event nor an event without its row. Store sessions are
+exclusive, so the counter read at commit cannot change before the batch lands:
+commit order is revision order and revisions have no gaps.
+
+Events are stored :data:`PAGE` to a store entry (a page starts with the commit
+time), not one entry each, and a page is built column by column: a bulk load of
+10,000 rows adds 10 entries to its batch instead of 10,000, framed by a few joins
+in C. That is what keeps a change-fed load near 1.2x the time of a plain one.
+
+Compaction (``compact`` and the retention period) range-deletes the oldest pages
+and records the revision the feed is compacted through. Retention runs at most
+once per :attr:`FeedSettings.check_every` seconds per provider, in a commit that
+records events: a binary search over the revisions' first pages (a few point
+reads) finds the last revision older than the period.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+import time
+from array import array
+from itertools import repeat
+
+from spi.kv.buffer import WriteBuffer
+from spi.kv.layout import COMPACTED, EVENTS, REVISION, pack, unpack
+
+_PAGE_KEY = struct.Struct(f">{len(EVENTS)}sQI")
+_REVISION_KEY = struct.Struct(f">{len(EVENTS)}sQ")
+_PAGE_HEAD = struct.Struct(">qI")  # a page: the commit time (µs since the epoch, UTC), the event count
+_SWAP = sys.byteorder == "big"  # lengths are stored little-endian
+_ONE = struct.Struct("<BII")  # the op and lengths of a page of one event
+
+PAGE = 1000
+"""Events per stored page."""
+DEFAULT_RETENTION = 7 * 24 * 3600.0
+"""Seconds events are kept by default (``?changes_retention=``; 0 keeps them until
+``compact``)."""
+
+OP_PUT, OP_DELETE, OP_EXPIRE = 0, 1, 2
+"""Stored event operations: positions in :data:`spi.changes.OPS`."""
+
+Events = tuple[int, bytes, bytes] | tuple[list[bytes], list[bytes]]
+"""What a write adds to ``WriteBuffer.events``: one event ``(op, row key, stored row
+or b"")`` or a batch of puts ``(row keys, stored rows)`` (a load)."""
+
+
+def page_key(revision: int, page: int) -> bytes:
+    """Store key of page ``page`` of ``revision``'s events (0: the first)."""
+    return _PAGE_KEY.pack(EVENTS, revision, page)
+
+
+def revision_start(revision: int) -> bytes:
+    """The smallest store key of ``revision``'s pages."""
+    return _REVISION_KEY.pack(EVENTS, revision)
+
+
+def parse_page_key(key: bytes) -> tuple[int, int]:
+    """(revision, page) of a page key."""
+    _, revision, page = _PAGE_KEY.unpack(key)
+    return revision, page
+
+
+def _lengths(data: bytes) -> array[int]:
+    lengths = array("I")
+    lengths.frombytes(data)
+    if _SWAP:
+        lengths.byteswap()
+    return lengths
+
+
+def parse_page(value: bytes) -> tuple[int, list[tuple[int, bytes, bytes | None]]]:
+    """The commit time (µs) of a stored page and its events, each ``(op, row key,
+    stored row or None)``."""
+    when, n = _PAGE_HEAD.unpack_from(value)
+    ops_at = _PAGE_HEAD.size
+    keys_at = ops_at + n
+    stored_at = keys_at + 4 * n
+    key_lengths, stored_lengths = _lengths(value[keys_at:stored_at]), _lengths(value[stored_at : stored_at + 4 * n])
+    pos = stored_at + 4 * n
+    keys = []
+    for length in key_lengths:
+        keys.append(value[pos : pos + length])
+        pos += length
+    events = []
+    for op, key, length in zip(value[ops_at:keys_at], keys, stored_lengths):
+        events.append((op, key, value[pos : pos + length] if op == OP_PUT else None))
+        pos += length
+    return when, events
+
+
+class _Page:
+    """A page being built: the columns of its events."""
+
+    def __init__(self) -> None:
+        self.ops = bytearray()
+        self.key_lengths = array("I")
+        self.stored_lengths = array("I")
+        self.keys: list[bytes] = []
+        self.stored: list[bytes] = []
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def encode(self, when: int) -> bytes:
+        if _SWAP:
+            self.key_lengths.byteswap()
+            self.stored_lengths.byteswap()
+        head = _PAGE_HEAD.pack(when, len(self.ops))
+        lengths = self.key_lengths.tobytes() + self.stored_lengths.tobytes()
+        return b"".join([head, self.ops, lengths, *self.keys, *self.stored])
+
+
+def _pages(when: int, events: list[Events]) -> list[bytes]:
+    """The stored pages of a transaction's events (at least one, maybe empty): each
+    the time, the count, then the ops, the lengths and the bytes column by column,
+    so a batch of rows is framed by a few joins in C, with nothing built per row."""
+    if len(events) == 1 and len(events[0]) == 3:  # one write: no columns to build
+        op, key, stored = events[0]
+        return [_PAGE_HEAD.pack(when, 1) + _ONE.pack(op, len(key), len(stored)) + key + stored]
+    pages: list[bytes] = []
+    page = _Page()
+    for item in events:
+        if len(item) == 3:
+            op, key, stored = item
+            page.ops.append(op)
+            page.key_lengths.append(len(key))
+            page.stored_lengths.append(len(stored))
+            page.keys.append(key)
+            page.stored.append(stored)
+        else:
+            keys, rows = item
+            i = 0
+            while i < len(keys):
+                take = min(PAGE - len(page), len(keys) - i)
+                ks, ss = keys[i : i + take], rows[i : i + take]
+                page.ops += bytes(take)  # OP_PUT
+                page.key_lengths.extend(map(len, ks))
+                page.stored_lengths.extend(map(len, ss))
+                page.keys.append(b"".join(ks))
+                page.stored.append(b"".join(ss))
+                i += take
+                if len(page) == PAGE:
+                    pages.append(page.encode(when))
+                    page = _Page()
+            continue
+        if len(page) == PAGE:
+            pages.append(page.encode(when))
+            page = _Page()
+    if len(page) or not pages:
+        pages.append(page.encode(when))
+    return pages
+
+
+def put_event(row_key: bytes, stored: bytes) -> Events:
+    """The event of a write that left the row stored as ``stored`` under ``row_key``."""
+    return (OP_PUT, row_key, stored)
+
+
+def put_events(row_keys: list[bytes], stored: list[bytes]) -> Events:
+    """The events of a batch of rows stored as ``stored`` under ``row_keys`` (a load)."""
+    return (row_keys, stored)
+
+
+def delete_event(row_key: bytes, op: int = OP_DELETE) -> Events:
+    """The event of the removal of the row under ``row_key``."""
+    return (op, row_key, b"")
+
+
+class FeedSettings:
+    """A provider's change-feed settings and when its next retention check is due."""
+
+    check_every = 60.0
+    """Seconds between two retention checks of one provider (at most)."""
+
+    def __init__(self, retention: float = DEFAULT_RETENTION) -> None:
+        self.retention = retention
+        """Seconds events are kept (0: until compacted)."""
+        self._next_check = 0.0
+
+    def retention_due(self) -> bool:
+        """True (and the next check scheduled) when a retention check should run now."""
+        if self.retention <= 0:
+            return False
+        now = time.monotonic()
+        if now < self._next_check:
+            return False
+        self._next_check = now + min(self.check_every, self.retention / 10)
+        return True
+
+
+def current_revision(view: WriteBuffer) -> int:
+    """The store's revision as ``view`` sees it (0 before the first)."""
+    raw = view.get(REVISION)
+    return 0 if raw is None else int(unpack(raw))
+
+
+def compacted_through(view: WriteBuffer) -> int:
+    """The revision the feed is compacted through: the oldest ``since`` still accepted."""
+    raw = view.get(COMPACTED)
+    return 0 if raw is None else int(unpack(raw))
+
+
+def record(buffer: WriteBuffer, settings: FeedSettings) -> int:
+    """Give ``buffer``'s events the next revision, in its own write batch; the revision."""
+    known = buffer.known_revision()
+    revision = (current_revision(buffer) if known is None else known) + 1
+    now = time.time_ns() // 1000
+    pages = _pages(now, buffer.events)
+    keys = list(map(_PAGE_KEY.pack, repeat(EVENTS), repeat(revision), range(len(pages))))
+    # Past every row and index key, already in order: the commit appends them unsorted.
+    buffer.append_last([*keys, REVISION], [*pages, pack(revision)])
+    if settings.retention_due():
+        _trim(buffer, now - int(settings.retention * 1_000_000), revision - 1)
+    return revision
+
+
+def forget_through(buffer: WriteBuffer, revision: int) -> None:
+    """Delete every event with a revision <= ``revision`` at commit, and record it."""
+    if revision > compacted_through(buffer):
+        buffer.delete_range(EVENTS, revision_start(revision + 1))
+        buffer.put(COMPACTED, pack(revision))
+
+
+def _commit_time(view: WriteBuffer, revision: int) -> int:
+    raw = view.get(page_key(revision, 0))
+    return -1 if raw is None else int(_PAGE_HEAD.unpack_from(raw)[0])  # a missing page counts as old
+
+
+def _trim(buffer: WriteBuffer, cutoff: int, newest: int) -> None:
+    """Forget the revisions up to ``newest`` committed before ``cutoff`` (µs)."""
+    lo = compacted_through(buffer) + 1
+    if lo > newest or _commit_time(buffer, lo) >= cutoff:
+        return
+    hi = newest  # the last revision older than the cutoff is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _commit_time(buffer, mid) < cutoff:
+            lo = mid
+        else:
+            hi = mid - 1
+    forget_through(buffer, lo)
+
+
+__all__ = [
+    "DEFAULT_RETENTION",
+    "PAGE",
+    "Events",
+    "FeedSettings",
+    "compacted_through",
+    "current_revision",
+    "delete_event",
+    "forget_through",
+    "page_key",
+    "parse_page",
+    "parse_page_key",
+    "put_event",
+    "put_events",
+    "record",
+    "revision_start",
+]

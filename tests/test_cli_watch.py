@@ -1,0 +1,234 @@
+"""``kvctl watch``, ``changes``, ``changes compact``, ``revision``, ``get --watch`` and
+``table create/alter --changes`` as real processes (CLI.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_support import REPO, Result, assert_one_error, provider_url, run_process
+
+from kvctl.durations import parse_duration
+from kvctl.errors import CliError
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    """A RocksDB store with a change-fed table ``o`` and a plain table ``plain``."""
+    url = f"rocksdb://{tmp_path}/db"
+    assert run_process("--url", url, "table", "create", "o", "--field", "id:long", "--field", "s:string",
+                       "--field", "b:bytes", "--pk", "id", "--changes").code == 0  # fmt: skip
+    assert run_process("--url", url, "table", "create", "plain", "--field", "id:long", "--pk", "id").code == 0
+    return url
+
+
+def kv(url: str, *args: str, input: str | None = None) -> Result:
+    """Run ``kvctl --url URL ARGS`` as a process."""
+    return run_process("--url", url, *args, input=input)
+
+
+def events(res: Result) -> list[dict[str, Any]]:
+    """The NDJSON events a command printed."""
+    return [json.loads(line) for line in res.lines()]
+
+
+def spawn(url: str, *args: str) -> subprocess.Popen[str]:
+    """Start ``kvctl --url URL ARGS`` in the background."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "kvctl", "--url", url, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+def test_durations() -> None:
+    assert [parse_duration(t, "--timeout") for t in ["90", "90s", "15m", "2h", "7d", "0.5s", " 1M "]] == [
+        90, 90, 900, 7200, 604800, 0.5, 60
+    ]  # fmt: skip
+    for bad in ["", "x", "-1", "1w", "1.5.2s", "s", "inf"]:
+        with pytest.raises(CliError, match="expects a duration"):
+            parse_duration(bad, "--timeout")
+
+
+def test_revision_changes_and_their_shape(url: str) -> None:
+    assert kv(url, "revision").out == "0\n"
+    kv(url, "put", "o", '{"id": 1, "s": "a", "b": "AAE="}')
+    kv(url, "put", "plain", '{"id": 1}')
+    kv(url, "delete", "o", "id=1")
+    assert kv(url, "revision").out == "2\n"
+    res = kv(url, "changes", "o")
+    assert res.code == 0 and res.err == ""
+    put, delete = events(res)
+    assert put["revision"] == 1 and put["table"] == "o" and put["op"] == "put" and put["version"] == 1
+    assert put["key"] == {"id": 1} and put["row"] == {"id": 1, "s": "a", "b": "AAE="}  # JSON value rules
+    assert put["time"].endswith("+00:00")
+    assert {k: delete[k] for k in ("revision", "op", "key", "row", "version")} == {
+        "revision": 2, "op": "delete", "key": {"id": 1}, "row": None, "version": None
+    }  # fmt: skip
+    assert events(kv(url, "changes")) == [put, delete]  # every change-fed table
+    assert events(kv(url, "changes", "o", "--since", "1")) == [delete]
+    assert json.loads(kv(url, "changes", "o", "-o", "json").out) == [put, delete]
+
+
+def test_changes_pages_end_at_a_revision_and_say_how_to_continue(url: str) -> None:
+    rows = "\n".join(json.dumps({"id": i}) for i in range(5))
+    assert kv(url, "put", "o", "--file", "-", "--format", "ndjson", "--batch-size", "3", input=rows).code == 0
+    kv(url, "put", "o", '{"id": 9}')
+    first = kv(url, "changes", "o", "--limit", "4")  # revision 1 has 3 events, revision 2 has 2
+    assert [e["revision"] for e in events(first)] == [1, 1, 1]
+    assert "kvctl changes o --since 1" in first.err
+    second = kv(url, "changes", "o", "--since", "1", "--limit", "1")  # a revision larger than the limit comes whole
+    assert [e["key"]["id"] for e in events(second)] == [3, 4] and "--since 2" in second.err
+    last = kv(url, "changes", "o", "--since", "2", "--limit", "5")
+    assert [e["revision"] for e in events(last)] == [3] and last.err == ""
+
+
+def test_compact(url: str) -> None:
+    for i in range(4):
+        kv(url, "put", "o", json.dumps({"id": i}))
+    assert_one_error(kv(url, "changes", "compact", "--before", "3"), 2)  # no --yes: nothing forgotten
+    assert len(events(kv(url, "changes", "o"))) == 4
+    assert_one_error(kv(url, "changes", "compact", "--before", "9", "--yes"), 2)  # beyond the store
+    assert_one_error(kv(url, "changes", "compact", "--yes"), 2)  # no --before
+    done = kv(url, "changes", "compact", "--before", "3", "--yes")
+    assert done.code == 0 and done.out == ""
+    assert [e["revision"] for e in events(kv(url, "changes", "o", "--since", "2"))] == [3, 4]
+    gone = kv(url, "changes", "o")
+    assert_one_error(gone, 1)
+    assert "compacted through revision 2" in gone.err and "read from revision 2" in gone.err
+    assert_one_error(kv(url, "watch", "o", "--since", "1", "--timeout", "1"), 1)
+
+
+def test_errors_and_exit_codes(url: str) -> None:
+    missing = kv(url, "watch", "nope", "--timeout", "1")
+    assert_one_error(missing, 1)
+    plain = kv(url, "watch", "plain", "--timeout", "1")
+    assert_one_error(plain, 2)
+    assert "kvctl table alter plain --changes" in plain.err
+    assert_one_error(kv(url, "changes", "plain"), 2)
+    assert_one_error(kv(url, "get", "plain", "id=1", "--watch", "--timeout", "1"), 2)
+    assert kv(url, "watch", "o", "--since", "x").code == 2
+    assert_one_error(kv(url, "watch", "o", "--since", "-1", "--timeout", "1"), 2)
+    assert_one_error(kv(url, "changes", "o", "--since", "-3"), 2)
+    assert_one_error(kv(url, "watch", "o", "--timeout", "soon"), 2)
+    assert_one_error(kv(url, "watch", "o", "s=1", "--timeout", "1"), 2)  # not a key column
+    assert_one_error(kv(url, "get", "o", "id=1", "--timeout", "1"), 2)  # --timeout needs --watch
+
+
+def test_watch_follows_other_processes_and_stops(url: str) -> None:
+    kv(url, "put", "o", '{"id": 1}')
+    watcher = spawn(url, "watch", "o", "--count", "3", "--timeout", "60")
+    time.sleep(1.0)  # it starts at the current revision: id 1 is not shown
+    for i in (2, 3):
+        kv(url, "put", "o", json.dumps({"id": i}))
+    kv(url, "delete", "o", "id=2")
+    out, err = watcher.communicate(timeout=60)
+    assert watcher.returncode == 0, err
+    got = [json.loads(line) for line in out.splitlines()]
+    assert [(e["op"], e["key"]["id"]) for e in got] == [("put", 2), ("put", 3), ("delete", 2)]
+    replay = kv(url, "watch", "o", "--since", "0", "--timeout", "0.5")
+    assert replay.code == 0 and len(events(replay)) == 4
+    keyed = kv(url, "watch", "o", "id=2", "--since", "0", "--timeout", "0.3")
+    assert [e["op"] for e in events(keyed)] == ["put", "delete"]
+    prefixed = kv(url, "watch", "o", "--prefix", "id=3", "--since", "0", "--timeout", "0.3")
+    assert [e["key"]["id"] for e in events(prefixed)] == [3]
+
+
+def test_watch_lines_are_flushed_as_events_happen(url: str) -> None:
+    watcher = spawn(url, "watch", "o", "--timeout", "60")
+    try:
+        time.sleep(1.0)
+        kv(url, "put", "o", '{"id": 7}')
+        assert watcher.stdout is not None
+        line = watcher.stdout.readline()  # arrives while the watcher keeps running
+        assert json.loads(line)["key"] == {"id": 7} and watcher.poll() is None
+        watcher.send_signal(signal.SIGINT)
+        _, err = watcher.communicate(timeout=30)
+        assert watcher.returncode == 130 and err.strip() == "error: interrupted"
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+
+
+def test_watch_ends_quietly_on_a_closed_pipe(url: str) -> None:
+    for i in range(3):
+        kv(url, "put", "o", json.dumps({"id": i}))
+    cmd = f"{sys.executable} -m kvctl --url '{url}' watch o --since 0 --timeout 30 | head -n 1"
+    proc = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", cmd],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
+    )
+    # head exits after one line; the watcher sees the closed pipe at its next event
+    assert len(proc.stdout.splitlines()) == 1 and "Traceback" not in proc.stderr and proc.stderr == ""
+    assert proc.returncode == 0
+
+
+def test_get_watch_prints_the_row_after_each_change(url: str) -> None:
+    kv(url, "put", "o", '{"id": 1, "s": "a"}')
+    watcher = spawn(url, "get", "o", "id=1", "--watch", "--versions", "--columns", "s", "--timeout", "60")
+    time.sleep(1.0)
+    kv(url, "update", "o", "id=1", "--set", "s=b")
+    kv(url, "put", "o", '{"id": 2, "s": "other"}')  # another key: not shown
+    kv(url, "delete", "o", "id=1")
+    kv(url, "put", "o", '{"id": 1}')
+    time.sleep(1.5)
+    watcher.send_signal(signal.SIGINT)
+    out, _ = watcher.communicate(timeout=30)
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"id": 1, "s": "a", "_version": 1},
+        {"id": 1, "s": "b", "_version": 2},
+        None,
+        {"id": 1, "s": None, "_version": 1},
+    ]
+    missing = kv(url, "get", "o", "id=5", "--watch", "--timeout", "0.3")
+    assert (missing.code, missing.out) == (0, "")  # a missing row prints nothing, then waits
+
+
+def test_table_create_and_alter_turn_the_feed_on_and_off(url: str, tmp_path: Path) -> None:
+    described = json.loads(kv(url, "table", "describe", "o", "-o", "json").out)
+    assert described["changes"] is True
+    assert "changes" not in json.loads(kv(url, "table", "describe", "plain", "-o", "json").out)
+    assert kv(url, "table", "alter", "plain", "--changes").code == 0
+    kv(url, "put", "plain", '{"id": 1}')
+    assert [e["table"] for e in events(kv(url, "changes", "plain"))] == ["plain"]
+    assert kv(url, "table", "alter", "plain", "--no-changes", "--add-field", "x:long").code == 0
+    spec = json.loads(kv(url, "table", "describe", "plain", "-o", "json").out)
+    assert "changes" not in spec and [f["name"] for f in spec["fields"]] == ["id", "x"]
+    assert_one_error(kv(url, "changes", "plain"), 2)
+    spec_file = tmp_path / "s.json"
+    spec_file.write_text(json.dumps({**spec, "changes": True}))
+    assert kv(url, "table", "alter", "plain", "--spec", str(spec_file)).code == 0
+    assert json.loads(kv(url, "table", "describe", "plain", "-o", "json").out)["changes"] is True
+    assert_one_error(kv(url, "table", "alter", "plain", "--spec", str(spec_file), "--no-changes"), 2)
+    toml = tmp_path / "t.toml"
+    toml.write_text('changes = true\nprimary_key = ["k"]\n[[fields]]\nname = "k"\ntype = "long"\n')
+    assert kv(url, "table", "create", "t2", "--spec", str(toml)).code == 0
+    assert json.loads(kv(url, "table", "describe", "t2", "-o", "json").out)["changes"] is True
+
+
+def test_watch_and_changes_on_postgres(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    url = provider_url("postgres", tmp_path, request)
+    assert kv(url, "table", "create", "t", "--field", "id:long", "--pk", "id", "--changes").code == 0
+    assert kv(url, "revision").out == "0\n"
+    watcher = spawn(url, "watch", "t", "--count", "2", "--timeout", "60")
+    time.sleep(1.0)
+    kv(url, "put", "t", '{"id": 1}')
+    kv(url, "delete", "t", "id=1")
+    out, err = watcher.communicate(timeout=60)
+    assert watcher.returncode == 0, err
+    assert [(e["revision"], e["op"]) for e in map(json.loads, out.splitlines())] == [(1, "put"), (2, "delete")]
+    assert [e["op"] for e in events(kv(url, "changes", "t"))] == ["put", "delete"]
+    assert kv(url, "changes", "compact", "--before", "2", "--yes").code == 0
+    assert_one_error(kv(url, "changes", "t"), 1)
