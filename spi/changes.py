@@ -103,6 +103,24 @@ def no_change_feeds(provider: str) -> KvError:
     return KvError(f"{provider} does not record change feeds (it does not declare capability 'changes')")
 
 
+def chunked(
+    first: list[Change], more: bool, read: Callable[[int | None], tuple[list[Change], bool]], limit: int | None
+) -> Iterator[Change]:
+    """The events of a feed read a chunk at a time: ``first`` (``more``: whether
+    another chunk may follow), then ``read(left)`` (at most ``left`` events, None: no
+    limit) until the feed or ``limit`` ends."""
+    left, events, going = limit, first, more
+    while True:
+        yield from events
+        if left is not None:
+            left -= len(events)
+            if left <= 0:
+                return
+        if not going:
+            return
+        events, going = read(left)
+
+
 def key_filter(spec: TableSpec, key: KeyLike | None, prefix: KeyLike | None) -> tuple[bytes, bool] | None:
     """The filter of a ``key`` or ``prefix`` argument as ``(encoded key, exact)``:
     an event matches when its encoded key (:func:`spi.codec.encode_key`) equals it

@@ -18,7 +18,17 @@ import sqlalchemy as sa
 from providers.postgres.database import PgDatabase
 from providers.postgres.feed import OP_DROP, channel, feed_tables
 from providers.postgres.transaction import PgTransaction, begin
-from spi.changes import OPS, Change, check_revision, check_tables, check_timeout, follow, key_filter, require_feed
+from spi.changes import (
+    OPS,
+    Change,
+    check_revision,
+    check_tables,
+    check_timeout,
+    chunked,
+    follow,
+    key_filter,
+    require_feed,
+)
 from spi.codec import decode_key, prefix_successor
 from spi.errors import InvalidFieldError, RevisionCompactedError, TableNotFoundError
 from spi.keys import KeyLike
@@ -156,20 +166,7 @@ def changes(
     if n == 0:
         return iter(())
     first, more = reader.read(end, n)
-
-    def rest() -> Iterator[Change]:
-        left, events, going = n, first, more
-        while True:
-            yield from events
-            if left is not None:
-                left -= len(events)
-                if left <= 0:
-                    return
-            if not going:
-                return
-            events, going = reader.read(end, left)
-
-    return rest()
+    return chunked(first, more, lambda left: reader.read(end, left), n)
 
 
 class _Listener:
