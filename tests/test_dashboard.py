@@ -60,7 +60,7 @@ async def test_table_list_shows_rows_feed_and_ttl_and_enter_opens(provider: Any)
     async with dashboard(provider, table=None) as (app, pilot):
         grid = app.screen.query_one("#tables", DataTable)
         listed = [[str(c) for c in grid.get_row_at(i)] for i in range(grid.row_count)]
-        assert listed == [["alltypes", "5", "-", "-"], ["counters", "0", "-", "-"], ["orders", "150", "-", "-"]]
+        assert listed == [["alltypes", "5", "off", "-"], ["counters", "0", "off", "-"], ["orders", "150", "off", "-"]]
         assert "name" in screen_text(app) and "change feed" in screen_text(app)
         assert "3 tables" in status_line(app)
         for key in ("⏎ Open", "s Spec", "r Refresh", "? Help", "q Quit", "^p Palette"):
@@ -380,7 +380,7 @@ async def test_spec_view_from_the_list_and_the_rows(provider: Any) -> None:
         await settle(app, pilot)
         text = screen_text(app)
         assert "Table orders" in text and "primary key: region, id" in text and "indexes: status" in text
-        assert "change feed: -    ttl: -" in text
+        assert "change feed: off    ttl: -" in text
         await pilot.press("c")
         assert json.loads(app.clipboard) == ORDERS.to_dict()
         assert "copied the spec of orders as JSON" in notifications(app)
