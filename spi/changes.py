@@ -87,6 +87,18 @@ def check_tables(tables: Any, key: Any, prefix: Any) -> list[str] | None:
     return names
 
 
+def check_watch(
+    table: Any, key: Any, prefix: Any, since: Any, timeout: Any
+) -> tuple[list[str], int | None, float | None]:
+    """The arguments of ``watch`` checked: its one table (as ``[name]``), ``since``
+    (None: from the current revision) and ``timeout`` in seconds (None: no limit)."""
+    if not isinstance(table, str):
+        raise InvalidFieldError(f"watch takes one table name, got {table!r}")
+    names = check_tables(table, key, prefix)
+    assert names is not None
+    return names, None if since is None else check_revision(since), check_timeout(timeout)
+
+
 def require_feed(spec: TableSpec) -> TableSpec:
     """``spec`` if its table records a change feed, else a :class:`SchemaError`
     saying how to turn it on."""

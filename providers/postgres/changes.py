@@ -23,7 +23,7 @@ from spi.changes import (
     Change,
     check_revision,
     check_tables,
-    check_timeout,
+    check_watch,
     chunked,
     follow,
     key_filter,
@@ -207,11 +207,9 @@ def watch(
     timeout: float | None,
 ) -> Iterator[Change]:
     """See :meth:`spi.protocols.Provider.watch` (arguments, table and ``since`` checked now)."""
-    if not isinstance(table, str):
-        raise InvalidFieldError(f"watch takes one table name, got {table!r}")
-    reader = _Reader(db, check_tables(table, key, prefix), key, prefix)
-    wait = check_timeout(timeout)
-    reader.start(None if since is None else check_revision(since), watching=True)
+    names, start, wait = check_watch(table, key, prefix, since, timeout)
+    reader = _Reader(db, names, key, prefix)
+    reader.start(start, watching=True)
     listener = _Listener(db)
 
     def run() -> Iterator[Change]:

@@ -19,7 +19,7 @@ from spi.changes import (
     Change,
     check_revision,
     check_tables,
-    check_timeout,
+    check_watch,
     chunked,
     follow,
     key_filter,
@@ -215,12 +215,9 @@ def watch(
 ) -> Iterator[Change]:
     """See :meth:`spi.protocols.Provider.watch` (arguments, the table and ``since``
     are checked now)."""
-    if not isinstance(table, str):
-        raise InvalidFieldError(f"watch takes one table name, got {table!r}")
-    names = check_tables(table, key, prefix)
-    wait = check_timeout(timeout)
+    names, start, wait = check_watch(table, key, prefix, since, timeout)
     reader = _Reader(session, cache, _Selection(names, key, prefix))
-    reader.start(None if since is None else check_revision(since))
+    reader.start(start)
     return follow(lambda: reader.read(None, None), _StoreSignal(store), wait, recheck=RECHECK)
 
 
