@@ -78,6 +78,7 @@ def test_dashboard_in_a_terminal(tmux: Tmux, tmp_path: Path) -> None:
     screen = tmux.wait_for(lambda s: "rows 1\u2013" in s and "of 150" in s and "q Quit" in s, "the rows of orders")
     assert "⏎ Open" in screen and "x Export" in screen
     tmux.keys("/")
+    tmux.wait_for(lambda s: "Enter applies" in s, "the filter bar")  # keys typed earlier would be lost
     tmux.type("status = 'open' and region = 'eu'")
     tmux.keys("Enter")
     screen = tmux.wait_for(lambda s: "where status = 'open' and region = 'eu'" in s, "the filtered rows")
