@@ -25,39 +25,48 @@ class KeptTarget(Protocol):
 
     spec: TableSpec
 
-    def _get(self, key: tuple[Any, ...]) -> Stored | None: ...
+    def _put(
+        self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None, expires: int | None
+    ) -> None: ...
 
-    def _get_many(self, keys: list[tuple[Any, ...]]) -> list[Stored | None]: ...
+    def _current(self, key: tuple[Any, ...]) -> Stored | None: ...
 
-    def _put(self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None) -> None: ...
+    def _current_many(self, keys: list[tuple[Any, ...]]) -> list[Stored | None]: ...
 
     def _exists_error(self, key: tuple[Any, ...]) -> RowExistsError: ...
 
 
 def write_kept(
-    table: KeptTarget, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None, mode: str
+    table: KeptTarget,
+    key: tuple[Any, ...],
+    values: dict[str, Any],
+    version: int,
+    expires: int | None,
+    old: Stored | None,
+    mode: str,
 ) -> None:
-    """Write validated ``values`` under ``key`` over ``old`` (what is stored there) as
-    ``mode`` says, with ``version``."""
+    """Write validated ``values`` under ``key`` over ``old`` (the live row stored
+    there) as ``mode`` says, with ``version`` and expiry ``expires``."""
     if old is not None and mode == "insert":
         raise table._exists_error(key)
     merged = {**old.values, **values} if old is not None and mode == "upsert" else full_row(table.spec, values)
-    table._put(key, merged, version, old)
+    table._put(key, merged, version, old, expires)
 
 
 def load_kept(table: KeptTarget, rows: list[dict[str, Any]], mode: str, kept: Kept) -> None:
     """Write a batch of validated rows, row ``i`` with version ``kept.versions[i]``,
-    exactly like one write per row in order (an ``insert`` batch that meets an
-    existing key fails before any write, as :meth:`TableBase._load_batch` does)."""
+    and expiry ``kept.expires[i]``, exactly like one write per row in order (an
+    ``insert`` batch that meets an existing key fails before any write, as
+    :meth:`TableBase._load_batch` does)."""
     spec = table.spec
     keys = [key_of(spec, values) for values in rows]
     olds: Iterable[Stored | None]
     if len(set(keys)) == len(keys):
-        olds = table._get_many(keys)
+        olds = table._current_many(keys)
         existing = next((k for k, o in zip(keys, olds) if o is not None), None) if mode == "insert" else None
         if existing is not None:
             raise table._exists_error(existing)
     else:
-        olds = map(table._get, keys)  # lazy: each read follows the writes before it
-    for key, values, old, version in zip(keys, rows, olds, kept.versions):
-        write_kept(table, key, values, version, old, mode)
+        olds = map(table._current, keys)  # lazy: each read follows the writes before it
+    for key, values, old, version, expires in zip(keys, rows, olds, kept.versions, kept.expires):
+        write_kept(table, key, values, version, expires, old, mode)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import islice
 from typing import Any
 
-from spi.codec import encode_key
+from spi.codec import encode_key, to_micros
 from spi.errors import InvalidFieldError, KvError, RowExistsError
 from spi.keys import key_of
 from spi.primitives import Kept
@@ -84,11 +84,12 @@ class _VersionReader:
     def __init__(self, rows: Iterator[Any]) -> None:
         self._source = rows
         self.versions: list[int] = []
+        self.expires: list[int | None] = []
         self.rows: list[Any] = []
 
     def next_batch(self) -> None:
         """Start a new batch."""
-        self.versions, self.rows = [], []
+        self.versions, self.expires, self.rows = [], [], []
 
     def __iter__(self) -> Iterator[Any]:
         for row in self._source:
@@ -96,6 +97,8 @@ class _VersionReader:
             if type(version) is not int or not 1 <= version <= INT64_MAX:
                 raise _BadVersion(len(self.versions), version)
             self.versions.append(version)
+            expires_at = getattr(row, "expires_at", None)
+            self.expires.append(None if expires_at is None else to_micros(expires_at))
             values = row.to_dict() if type(row) is Row else dict(row) if isinstance(row, Mapping) else row
             self.rows.append(values)
             yield values
@@ -138,7 +141,7 @@ def run_load(
             batch = preparer.prepare(taken)
             if mode == "insert":
                 _check_distinct(preparer, taken)
-            write_batch(batch, mode, None if reader is None else Kept(reader.versions))
+            write_batch(batch, mode, None if reader is None else Kept(reader.versions, reader.expires))
         except KvError as exc:
             if exc.row_index is None:
                 exc.row_index = _batch_position(preparer, taken, exc)

@@ -17,24 +17,25 @@ ColumnBatch = dict[str, list[Any]]
 
 
 class Stored(NamedTuple):
-    """A stored row as the primitives exchange it: every column, and its version.
+    """A stored row as the primitives exchange it: every column, its version and its
+    expiry (microseconds since the epoch; None: never).
 
     ``values`` is a fresh dict the receiver may keep (rows returned to callers
     adopt it without copying); nobody mutates it."""
 
     values: dict[str, Any]
     version: int
+    expires: int | None = None
 
 
 class Kept(NamedTuple):
     """What a load with ``keep_versions=True`` keeps of each row of a batch besides its
-    values, in batch order: ``versions[i]`` is the version row ``i`` is written with.
-
-    Row expiry (SPI.md's TTL) is meant to travel here too, as another list read from
-    the same input rows (``row.expires_at``), so providers get it through the same
-    primitive (:meth:`spi.table.TableBase._load_kept`)."""
+    values, in batch order: ``versions[i]`` is the version row ``i`` is written with,
+    ``expires[i]`` its expiry (microseconds since the epoch, None: never; read from
+    the input row's ``expires_at``)."""
 
     versions: list[int]
+    expires: list[int | None]
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,10 @@ class Admin(Protocol):
         """Exchange the rows (with their versions and index entries) of two tables with
         the same fields, key and indexes, atomically; each keeps its name and spec."""
 
+    def sweep(self, name: str) -> int:
+        """Remove the table's expired rows from storage now (each one's ``"expire"``
+        event recorded on a change-fed table); how many were removed."""
+
 
 class Table(Protocol):
     """The operations on one table (SPI.md, "Operations on a table"): inside a
@@ -75,13 +79,15 @@ class Table(Protocol):
     def spec(self) -> TableSpec:
         """The table's spec."""
 
-    def upsert(self, row: Mapping[str, Any]) -> int:
+    # ``ttl`` (seconds) gives the rows a write writes their expiry, overriding the
+    # table's ``ttl``; without either they never expire.
+    def upsert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
         """Insert, or merge the given columns into the existing row; the new version."""
 
-    def insert(self, row: Mapping[str, Any]) -> int:
+    def insert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
         """Insert a new row; :class:`RowExistsError` if the key exists."""
 
-    def replace(self, row: Mapping[str, Any], *, version: int | None = None) -> int:
+    def replace(self, row: Mapping[str, Any], *, version: int | None = None, ttl: int | float | None = None) -> int:
         """Overwrite the whole row (unset columns become null), optionally conditionally."""
 
     def update(
@@ -91,6 +97,7 @@ class Table(Protocol):
         *,
         default: Mapping[str, Any] | None = None,
         version: int | None = None,
+        ttl: int | float | None = None,
     ) -> int:
         """Partial update of an existing row (created from ``default`` if missing)."""
 
@@ -117,10 +124,12 @@ class Table(Protocol):
         batch_size: int = 10_000,
         progress: Callable[[int], None] | None = None,
         keep_versions: bool = False,
+        ttl: int | float | None = None,
     ) -> int:
         """Bulk load, each batch atomic; how many rows were written. With
         ``keep_versions`` each row (an :class:`spi.Row`, or anything with a ``version``)
-        is written with its own version instead of the next one."""
+        is written with its own version and ``expires_at`` instead of the next
+        version and ``ttl``."""
 
     def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:
         """The row with this full key, or None."""

@@ -7,6 +7,7 @@ auto-commit handle and context management are implemented here, once.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from abc import ABC, abstractmethod
@@ -15,7 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from spi.changes import Change, no_change_feeds
-from spi.errors import ConflictError, InvalidFieldError
+from spi.errors import ConflictError, InvalidFieldError, TableNotFoundError
 from spi.filters import Expr
 from spi.keys import KeyLike, Range
 from spi.load import run_load
@@ -132,6 +133,16 @@ class ProviderBase(Provider, ABC):
         """An auto-commit handle: each call is its own transaction."""
         return AutoCommitTable(self, name)
 
+    def sweep_expired(self) -> int:
+        """Sweep every table's expired rows now (what the background sweep runs, see
+        :mod:`spi.sweeper`); how many rows were removed."""
+        admin = self.admin
+        removed = 0
+        for name in admin.list_tables():
+            with contextlib.suppress(TableNotFoundError):  # dropped meanwhile
+                removed += admin.sweep(name)
+        return removed
+
     # Change feeds: providers that declare Capability.CHANGES override these four.
     def revision(self) -> int:
         """The store's current revision (see :mod:`spi.changes`)."""
@@ -195,17 +206,17 @@ class AutoCommitTable:
         """The table's current spec."""
         return self._read(lambda t: t.spec)
 
-    def upsert(self, row: Mapping[str, Any]) -> int:
+    def upsert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
         """See :meth:`TableBase.upsert`."""
-        return self._call(lambda t: t.upsert(row))
+        return self._call(lambda t: t.upsert(row, ttl=ttl))
 
-    def insert(self, row: Mapping[str, Any]) -> int:
+    def insert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
         """See :meth:`TableBase.insert`."""
-        return self._call(lambda t: t.insert(row))
+        return self._call(lambda t: t.insert(row, ttl=ttl))
 
-    def replace(self, row: Mapping[str, Any], *, version: int | None = None) -> int:
+    def replace(self, row: Mapping[str, Any], *, version: int | None = None, ttl: int | float | None = None) -> int:
         """See :meth:`TableBase.replace`."""
-        return self._call(lambda t: t.replace(row, version=version))
+        return self._call(lambda t: t.replace(row, version=version, ttl=ttl))
 
     def update(
         self,
@@ -214,9 +225,10 @@ class AutoCommitTable:
         *,
         default: Mapping[str, Any] | None = None,
         version: int | None = None,
+        ttl: int | float | None = None,
     ) -> int:
         """See :meth:`TableBase.update`."""
-        return self._call(lambda t: t.update(key, changes, default=default, version=version))
+        return self._call(lambda t: t.update(key, changes, default=default, version=version, ttl=ttl))
 
     def delete(self, key: KeyLike, *, version: int | None = None) -> bool:
         """See :meth:`TableBase.delete`."""
@@ -252,11 +264,14 @@ class AutoCommitTable:
         batch_size: int = 10_000,
         progress: Callable[[int], None] | None = None,
         keep_versions: bool = False,
+        ttl: int | float | None = None,
     ) -> int:
-        """Bulk load; each batch commits in its own transaction."""
+        """Bulk load; each batch commits in its own transaction (the rows' expiry
+        counts from the load's start)."""
+        preparer, expires = self._call(lambda t: (t._load_preparer(), None if keep_versions else t._expiry(ttl)))
         return run_load(
-            lambda batch, m, kept: self._call(lambda t: t._load_validated(batch, m, kept)),
-            self._call(lambda t: t._load_preparer()),
+            lambda batch, m, kept: self._call(lambda t: t._load_validated(batch, m, kept, expires)),
+            preparer,
             rows,
             mode=mode,
             batch_size=batch_size,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from spi.errors import IncompatibleSchemaError, InvalidFieldError, SchemaError
+from spi.errors import IncompatibleSchemaError, InvalidFieldError, KvError, SchemaError
 from spi.types import FieldType, checker
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -56,10 +57,11 @@ class TableSpec:
     """A validated table definition; immutable, JSON round-trippable, comparable.
 
     Two specs are equal when their name, field name→type mapping, key order, index
-    set and ``changes`` flag are equal: field declaration order does not matter.
+    set, ``changes`` flag and ``ttl`` are equal: field declaration order does not matter.
     ``changes=True`` records a change feed of the table (see :mod:`spi.changes`);
-    a spec without it compares, fingerprints and serialises exactly as before the
-    flag existed.
+    ``ttl`` (seconds, > 0) gives every row written an expiry that long after the
+    write. A spec without them compares, fingerprints and serialises exactly as
+    before they existed.
     """
 
     __slots__ = (
@@ -74,6 +76,7 @@ class TableSpec:
         "key_validators",
         "name",
         "primary_key",
+        "ttl",
         "validators",
     )
 
@@ -83,6 +86,8 @@ class TableSpec:
     indexes: tuple[str, ...]
     changes: bool
     """True when the table records a change feed."""
+    ttl: int | float | None
+    """Seconds after each write that a row expires (None: rows never expire by default)."""
     _by_name: dict[str, Field]
     _columns: tuple[str, ...]
     _hash: int
@@ -101,10 +106,13 @@ class TableSpec:
         indexes: Iterable[str] = (),
         *,
         changes: bool = False,
+        ttl: int | float | None = None,
     ) -> None:
         validate_name(name, "table", staging=True)
         if not isinstance(changes, bool):
             raise SchemaError(f"changes of {name!r} must be true or false, got {changes!r}")
+        if ttl is not None:
+            ttl = check_ttl(ttl, SchemaError, f"ttl of {name!r}")
         parsed = tuple(_as_field(f) for f in fields)
         if not parsed:
             raise SchemaError(f"table {name!r} needs at least one field")
@@ -134,6 +142,7 @@ class TableSpec:
         object.__setattr__(self, "primary_key", key)
         object.__setattr__(self, "indexes", idx)
         object.__setattr__(self, "changes", changes)
+        object.__setattr__(self, "ttl", ttl)
         object.__setattr__(self, "_by_name", by_name)
         # Precomputed because every row written or read consults them.
         object.__setattr__(self, "_columns", tuple(f.name for f in parsed))
@@ -153,15 +162,24 @@ class TableSpec:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from its definition: the precomputed checks are closures.
-        if self.changes:
-            return (_spec_with_changes, (self.name, self.fields, self.primary_key, self.indexes))
+        if self.changes or self.ttl is not None:
+            return (
+                _spec_with_options,
+                (self.name, self.fields, self.primary_key, self.indexes, self.changes, self.ttl),
+            )
         return (TableSpec, (self.name, self.fields, self.primary_key, self.indexes))
 
     def with_changes(self, changes: bool) -> TableSpec:
         """This spec with the change feed turned on or off."""
         if changes == self.changes:
             return self
-        return TableSpec(self.name, self.fields, self.primary_key, self.indexes, changes=changes)
+        return TableSpec(self.name, self.fields, self.primary_key, self.indexes, changes=changes, ttl=self.ttl)
+
+    def with_ttl(self, ttl: int | float | None) -> TableSpec:
+        """This spec with row expiry ``ttl`` seconds after each write (None: none)."""
+        if ttl == self.ttl and type(ttl) is type(self.ttl):
+            return self
+        return TableSpec(self.name, self.fields, self.primary_key, self.indexes, changes=self.changes, ttl=ttl)
 
     # -- lookups -------------------------------------------------------------
     @property
@@ -199,11 +217,15 @@ class TableSpec:
     # -- equality and serialisation ---------------------------------------------
     def _identity(self) -> tuple[Any, ...]:
         return (
-            self.name,
-            frozenset((f.name, f.type) for f in self.fields),
-            self.primary_key,
-            frozenset(self.indexes),
-        ) + (("changes",) if self.changes else ())
+            (
+                self.name,
+                frozenset((f.name, f.type) for f in self.fields),
+                self.primary_key,
+                frozenset(self.indexes),
+            )
+            + (("changes",) if self.changes else ())
+            + (("ttl", self.ttl) if self.ttl is not None else ())
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TableSpec):
@@ -215,7 +237,7 @@ class TableSpec:
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}:{f.type}" for f in self.fields)
-        extra = ", changes=True" if self.changes else ""
+        extra = (", changes=True" if self.changes else "") + (f", ttl={self.ttl!r}" if self.ttl is not None else "")
         return (
             f"TableSpec({self.name!r}, [{fields}], primary_key={list(self.primary_key)}, "
             f"indexes={list(self.indexes)}{extra})"
@@ -235,6 +257,8 @@ class TableSpec:
         }
         if self.changes:
             out["changes"] = True
+        if self.ttl is not None:
+            out["ttl"] = self.ttl
         return out
 
     def to_json(self) -> str:
@@ -246,7 +270,7 @@ class TableSpec:
         """Build a spec from a ``--spec`` object; ``name`` fills in or must match."""
         if not isinstance(data, Mapping):
             raise SchemaError("a table spec must be an object with fields and primary_key")
-        unknown = set(data) - {"name", "fields", "primary_key", "indexes", "changes"}
+        unknown = set(data) - {"name", "fields", "primary_key", "indexes", "changes", "ttl"}
         if unknown:
             raise SchemaError(f"table spec has unknown keys: {', '.join(sorted(map(str, unknown)))}")
         given = data.get("name")
@@ -267,7 +291,10 @@ class TableSpec:
         changes = data.get("changes", False)
         if not isinstance(changes, bool):
             raise SchemaError(f"table spec 'changes' must be true or false, got {json.dumps(changes, default=str)}")
-        return cls(table, fields, pk, indexes, changes=changes)
+        ttl = data.get("ttl")
+        if ttl is not None:
+            ttl = check_ttl(ttl, SchemaError, "table spec 'ttl'")
+        return cls(table, fields, pk, indexes, changes=changes, ttl=ttl)
 
     @classmethod
     def from_json(cls, text: str) -> TableSpec:
@@ -290,15 +317,29 @@ class TableSpec:
         ]
         if self.changes:
             parts.append("changes")
+        if self.ttl is not None:
+            parts.append(["ttl", self.ttl])
         canonical = json.dumps(parts)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def _spec_with_changes(
-    name: str, fields: tuple[Field, ...], primary_key: tuple[str, ...], indexes: tuple[str, ...]
+def _spec_with_options(
+    name: str,
+    fields: tuple[Field, ...],
+    primary_key: tuple[str, ...],
+    indexes: tuple[str, ...],
+    changes: bool,
+    ttl: int | float | None,
 ) -> TableSpec:
-    """Unpickle a spec with a change feed (pickle passes no keyword arguments)."""
-    return TableSpec(name, fields, primary_key, indexes, changes=True)
+    """Unpickle a spec with a change feed or a ttl (pickle passes no keyword arguments)."""
+    return TableSpec(name, fields, primary_key, indexes, changes=changes, ttl=ttl)
+
+
+def check_ttl(ttl: Any, error: type[KvError], what: str = "ttl") -> int | float:
+    """``ttl`` if it is a positive finite number of seconds, else ``error`` saying so."""
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
+        raise error(f"{what} must be a positive number of seconds, got {json.dumps(ttl, default=str)}")
+    return ttl
 
 
 def _as_field(value: Field | tuple[str, str] | Mapping[str, Any]) -> Field:
@@ -325,12 +366,19 @@ class SchemaChange:
     dropped_indexes: tuple[str, ...]
     changes: bool | None = None
     """The new ``changes`` flag when it is turned on or off, else None."""
+    ttl_changed: bool = False
+    """True when the table's ``ttl`` changes (rows already written keep their expiry)."""
 
     @property
     def empty(self) -> bool:
         """True when the specs are equal."""
         return not (
-            self.added_fields or self.widened or self.added_indexes or self.dropped_indexes or self.changes is not None
+            self.added_fields
+            or self.widened
+            or self.added_indexes
+            or self.dropped_indexes
+            or self.changes is not None
+            or self.ttl_changed
         )
 
 
@@ -363,4 +411,5 @@ def plan_schema_change(old: TableSpec, new: TableSpec) -> SchemaChange:
         added_indexes=tuple(i for i in new.indexes if i not in old.indexes),
         dropped_indexes=tuple(i for i in old.indexes if i not in new.indexes),
         changes=None if old.changes == new.changes else new.changes,
+        ttl_changed=old.ttl != new.ttl,
     )

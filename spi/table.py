@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from spi.load import LoadPreparer, run_load
 from spi.planner import check_order_by
 from spi.primitives import ColumnBatch, Kept, ScanRequest, Stored, sort_position
 from spi.row import Page, Row
-from spi.spec import TableSpec
+from spi.spec import TableSpec, check_ttl
 from spi.textvalues import key_words
 from spi.tokens import ScanPosition, decode_token, encode_token
 from spi.types import FieldType, sort_key, validate_value, values_equal
@@ -61,19 +62,30 @@ class TableBase(ABC):
     # ------------------------------------------------------------------ primitives
     @abstractmethod
     def _get(self, key: tuple[Any, ...]) -> Stored | None:
-        """The stored row with this (validated) key, or None."""
+        """The stored row with this (validated) key, or None (an expired row too:
+        the callers here decide, see :meth:`_current`)."""
 
     @abstractmethod
-    def _put(self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None) -> None:
-        """Write a full row (every column) with ``version``; ``old`` is what was there."""
+    def _put(
+        self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None, expires: int | None
+    ) -> None:
+        """Write a full row (every column) with ``version`` and expiry ``expires``
+        (microseconds since the epoch, None: never); ``old`` is what was there."""
 
     @abstractmethod
-    def _remove(self, key: tuple[Any, ...], old: Stored) -> None:
-        """Delete the row ``old`` stored under ``key``."""
+    def _remove(self, key: tuple[Any, ...], old: Stored, *, expired: bool = False) -> None:
+        """Delete the row ``old`` stored under ``key`` (``expired``: a sweep removes it
+        because it has expired, which a change feed records as ``"expire"``)."""
+
+    def _clock(self) -> int:
+        """Now, in microseconds since the epoch, on the provider's clock (which decides
+        when rows expire)."""
+        return time.time_ns() // 1000
 
     @abstractmethod
     def _scan(self, request: ScanRequest) -> Iterator[Stored]:
-        """Stream the rows a :class:`ScanRequest` asks for, in bounded memory."""
+        """Stream the rows a :class:`ScanRequest` asks for, in bounded memory, never an
+        expired one (as every scan and count primitive)."""
 
     @abstractmethod
     def _split(self, n: int) -> list[Range]:
@@ -119,9 +131,10 @@ class TableBase(ABC):
         for batch in self._scan_batches(request, columns, batch_size):
             yield columns_to_batch(batch, schema)
 
-    def _load_batch(self, rows: Any, mode: str) -> None:
+    def _load_batch(self, rows: Any, mode: str, expires: int | None) -> None:
         """Write a batch of validated rows (what ``_load_preparer`` prepares; here a list
-        of validated dicts); providers may override with a bulk path.
+        of validated dicts), each with expiry ``expires``; providers may override with a
+        bulk path.
 
         Must behave exactly like one ``upsert``/``insert``/``replace`` per row in order.
         The existing rows are fetched with one ``_get_many``; a batch that repeats a key
@@ -131,15 +144,15 @@ class TableBase(ABC):
         keys = [key_of(self.spec, values) for values in rows]
         olds: Iterable[Stored | None]
         if len(set(keys)) == len(keys):
-            olds = list(self._get_many(keys))
+            olds = self._current_many(keys)
             # An insert batch fails whole, before any write, on the first key that exists.
             existing = next((k for k, o in zip(keys, olds) if o is not None), None) if mode == "insert" else None
             if existing is not None:
                 raise self._exists_error(existing)
         else:
-            olds = map(self._get, keys)  # lazy: each read follows the writes before it
+            olds = map(self._current, keys)  # lazy: each read follows the writes before it
         for key, values, old in zip(keys, rows, olds):
-            write(key, values, old)
+            write(key, values, old, expires)
 
     def _load_kept(self, rows: Any, mode: str, kept: Kept) -> None:
         """:meth:`_load_batch` for a load that keeps versions: row ``i`` is written with
@@ -170,51 +183,99 @@ class TableBase(ABC):
     def _row(self, stored: Stored, columns: tuple[str, ...] | None) -> Row:
         if columns is None:
             # Stored values are freshly decoded for each read: the row may own them.
-            return Row.adopt(stored.values, stored.version)
-        return Row.adopt({c: stored.values[c] for c in columns}, stored.version)
+            return Row.adopt(stored.values, stored.version, stored.expires)
+        return Row.adopt({c: stored.values[c] for c in columns}, stored.version, stored.expires)
 
-    def _write(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None) -> int:
+    def _live(self, stored: Stored | None, now: int | None = None) -> Stored | None:
+        """``stored`` unless it has expired."""
+        if stored is None or stored.expires is None or stored.expires > (self._clock() if now is None else now):
+            return stored
+        return None
+
+    def _current(self, key: tuple[Any, ...]) -> Stored | None:
+        """What a write to ``key`` meets: the stored row, or None when there is none or
+        it has expired (then it is swept first, as its expiry says)."""
+        old = self._get(key)
+        if old is not None and old.expires is not None and self._live(old) is None:
+            self._remove(key, old, expired=True)
+            return None
+        return old
+
+    def _current_many(self, keys: list[tuple[Any, ...]]) -> list[Stored | None]:
+        """:meth:`_current` of distinct ``keys``, fetched together."""
+        olds = self._get_many(keys)
+        now = None
+        for i, old in enumerate(olds):
+            if old is not None and old.expires is not None:
+                now = self._clock() if now is None else now
+                if old.expires <= now:
+                    self._remove(keys[i], old, expired=True)
+                    olds[i] = None
+        return olds
+
+    def _expiry(self, ttl: int | float | None) -> int | None:
+        """The expiry of a row written now with ``ttl`` (None: the table's)."""
+        if ttl is None:
+            ttl = self.spec.ttl
+            if ttl is None:
+                return None
+        else:
+            ttl = check_ttl(ttl, InvalidFieldError)
+        return self._clock() + int(ttl * 1_000_000)
+
+    def _write(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None, expires: int | None) -> int:
         version = 1 if old is None else old.version + 1
-        self._put(key, values, version, old)
+        self._put(key, values, version, old, expires)
         return version
 
-    # Writes of validated ``values`` with key ``key`` over ``old``, what is stored there.
-    def _upsert_at(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None) -> int:
+    # Writes of validated ``values`` with key ``key`` over ``old``, what is stored there
+    # (a live row), with expiry ``expires``.
+    def _upsert_at(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None, expires: int | None) -> int:
         merged = full_row(self.spec, values) if old is None else {**old.values, **values}
-        return self._write(key, merged, old)
+        return self._write(key, merged, old, expires)
 
-    def _insert_at(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None) -> int:
+    def _insert_at(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None, expires: int | None) -> int:
         if old is not None:
             raise self._exists_error(key)
-        return self._write(key, full_row(self.spec, values), None)
+        return self._write(key, full_row(self.spec, values), None, expires)
 
     def _exists_error(self, key: tuple[Any, ...]) -> RowExistsError:
         return RowExistsError(f"a row with key {key_words(self.spec, key)} already exists in {self.name!r}", key=key)
 
     def _replace_at(
-        self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None, version: int | None = None
+        self,
+        key: tuple[Any, ...],
+        values: dict[str, Any],
+        old: Stored | None,
+        expires: int | None,
+        version: int | None = None,
     ) -> int:
         self._check_version(key, old, version)
-        return self._write(key, full_row(self.spec, values), old)
+        return self._write(key, full_row(self.spec, values), old, expires)
 
     # ------------------------------------------------------------------ writes
-    def upsert(self, row: Mapping[str, Any]) -> int:
+    # Every write gives the rows it writes the expiry its ``ttl`` says (the table's
+    # ``ttl`` when not given; None for neither: the row never expires).
+    def upsert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
         """Insert, or merge the given columns into the existing row; the new version."""
         values = validate_row(self.spec, row)
         key = key_of(self.spec, values)
-        return self._upsert_at(key, values, self._get(key))
+        expires = self._expiry(ttl)
+        return self._upsert_at(key, values, self._current(key), expires)
 
-    def insert(self, row: Mapping[str, Any]) -> int:
+    def insert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
         """Insert a new row; :class:`RowExistsError` if the key exists."""
         values = validate_row(self.spec, row)
         key = key_of(self.spec, values)
-        return self._insert_at(key, values, self._get(key))
+        expires = self._expiry(ttl)
+        return self._insert_at(key, values, self._current(key), expires)
 
-    def replace(self, row: Mapping[str, Any], *, version: int | None = None) -> int:
+    def replace(self, row: Mapping[str, Any], *, version: int | None = None, ttl: int | float | None = None) -> int:
         """Overwrite the whole row (unset columns become null), optionally conditionally."""
         values = validate_row(self.spec, row)
         key = key_of(self.spec, values)
-        return self._replace_at(key, values, self._get(key), version)
+        expires = self._expiry(ttl)
+        return self._replace_at(key, values, self._current(key), expires, version)
 
     def update(
         self,
@@ -223,13 +284,15 @@ class TableBase(ABC):
         *,
         default: Mapping[str, Any] | None = None,
         version: int | None = None,
+        ttl: int | float | None = None,
     ) -> int:
         """Partial update of an existing row; with ``default``, a missing row is
         created from it first. Returns the new version."""
         k = self._key(key)
         values = validate_changes(self.spec, changes)
         base = None if default is None else validate_changes(self.spec, default, what="default")
-        old = self._get(k)
+        expires = self._expiry(ttl)
+        old = self._current(k)
         self._check_version(k, old, version)
         if old is None:
             if base is None:
@@ -237,12 +300,12 @@ class TableBase(ABC):
             merged = full_row(self.spec, {**dict(zip(self.spec.primary_key, k)), **base, **values})
         else:
             merged = {**old.values, **values}
-        return self._write(k, merged, old)
+        return self._write(k, merged, old, expires)
 
     def delete(self, key: KeyLike, *, version: int | None = None) -> bool:
         """Delete a row; True if one was deleted."""
         k = self._key(key)
-        old = self._get(k)
+        old = self._current(k)
         self._check_version(k, old, version)
         if old is None:
             return False
@@ -267,14 +330,14 @@ class TableBase(ABC):
                 f"increment amount for {ftype} column {column!r} must be an integer, got {amount!r}",
                 column=column,
             )
-        old = self._get(k)
+        old = self._current(k)
         current = None if old is None else old.values[column]
         new_value = validate_value(ftype, (current or 0) + amount, column, indexed=self.spec.is_indexed(column))
         if old is None:
             merged = full_row(self.spec, {**dict(zip(self.spec.primary_key, k)), column: new_value})
         else:
             merged = {**old.values, column: new_value}
-        self._write(k, merged, old)
+        self._write(k, merged, old, self._expiry(None))
         return new_value  # type: ignore[no-any-return]
 
     def compare_and_swap(self, key: KeyLike, column: str, expected: Any, new: Any) -> bool:
@@ -288,7 +351,7 @@ class TableBase(ABC):
         checked = validate_changes(self.spec, {column: new})
         ftype = self.spec.type_of(column)
         want = None if expected is None else validate_value(ftype, expected, column)
-        old = self._get(k)
+        old = self._current(k)
         current = None if old is None else old.values[column]
         if want is None:
             if current is not None:
@@ -299,7 +362,7 @@ class TableBase(ABC):
             merged = full_row(self.spec, {**dict(zip(self.spec.primary_key, k)), **checked})
         else:
             merged = {**old.values, **checked}
-        self._write(k, merged, old)
+        self._write(k, merged, old, self._expiry(None))
         return True
 
     def _matching_chunks(self, rng: Range | None, where: Expr | None, chunk: int = 1000) -> Iterator[list[Stored]]:
@@ -324,10 +387,11 @@ class TableBase(ABC):
     ) -> int:
         """Apply ``changes`` to every row in range matching ``where``; rows changed."""
         values = validate_changes(self.spec, changes)
+        expires = self._expiry(None)
         n = 0
         for rows in self._matching_chunks(range, where):
             for old in rows:
-                self._write(key_of(self.spec, old.values), {**old.values, **values}, old)
+                self._write(key_of(self.spec, old.values), {**old.values, **values}, old, expires)
             n += len(rows)
         return n
 
@@ -348,12 +412,15 @@ class TableBase(ABC):
         batch_size: int = 10_000,
         progress: Callable[[int], None] | None = None,
         keep_versions: bool = False,
+        ttl: int | float | None = None,
     ) -> int:
         """Bulk write ``rows`` in batches (validated before each is written); with
-        ``keep_versions`` each row is written with its own ``version`` (rows read from
-        another table, see :mod:`spi.kept`)."""
+        ``keep_versions`` each row is written with its own ``version`` and expiry
+        (``expires_at``: rows read from another table, see :mod:`spi.kept`), else with
+        the expiry ``ttl`` gives (the table's when None) from the load's start."""
+        expires = None if keep_versions else self._expiry(ttl)
         return run_load(
-            self._load_validated,
+            lambda batch, mode, kept: self._load_validated(batch, mode, kept, expires),
             self._load_preparer(),
             rows,
             mode=mode,
@@ -367,9 +434,9 @@ class TableBase(ABC):
         validated dicts); providers may validate and encode whole batches there."""
         return LoadPreparer(self.spec)
 
-    def _load_validated(self, batch: Any, mode: str, kept: Kept | None = None) -> None:
+    def _load_validated(self, batch: Any, mode: str, kept: Kept | None, expires: int | None) -> None:
         if kept is None:
-            self._load_batch(batch, mode)
+            self._load_batch(batch, mode, expires)
         else:
             self._load_kept(batch, mode, kept)
 
@@ -377,7 +444,7 @@ class TableBase(ABC):
     def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:
         """The row with this complete key, or None."""
         proj = None if columns is None else check_projection(self.spec, columns)
-        stored = self._get(normalize_key(self.spec, key))
+        stored = self._live(self._get(normalize_key(self.spec, key)))
         return None if stored is None else self._row(stored, proj)
 
     def read_many(self, keys: Iterable[KeyLike], *, columns: Iterable[str] | None = None) -> list[Row | None]:
@@ -386,9 +453,10 @@ class TableBase(ABC):
         normalized = [self._key(k) for k in keys]
         distinct = list(dict.fromkeys(normalized))
         found = dict(zip(distinct, self._get_many(distinct)))
+        now = self._clock()
         out: list[Row | None] = []
         for k in normalized:
-            stored = found[k]
+            stored = self._live(found[k], now)
             out.append(None if stored is None else self._row(stored, proj))
         return out
 
@@ -544,7 +612,9 @@ def transpose(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> Colu
 
 
 def _project(row: Row, columns: tuple[str, ...]) -> Row:
-    return Row.adopt({c: row[c] for c in columns}, row.version)
+    projected = Row({}, row.version, row.expires_at)
+    projected._values = {c: row[c] for c in columns}
+    return projected
 
 
 def merge_scans(

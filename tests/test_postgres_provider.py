@@ -452,6 +452,7 @@ def test_catalog_and_tables_are_plain_postgres(pg_server: Any, pg_factory: Calla
             "flag": "boolean",
             "ts": "timestamp with time zone",
             "kv_version": "bigint",
+            "kv_expires": "timestamp with time zone",
         }
         collation = conn.execute(
             "SELECT collation_name FROM information_schema.columns"

@@ -18,12 +18,24 @@ from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
 
 from providers.postgres.database import PgDatabase
 from providers.postgres.feed import ensure_feed, touch
-from providers.postgres.schema import SQL_TYPES, VERSION, index_name, pkey_name, qualified
+from providers.postgres.schema import (
+    EXPIRES,
+    SQL_TYPES,
+    VERSION,
+    expiry_index_name,
+    index_name,
+    pkey_name,
+    qualified,
+)
+from providers.postgres.table import PgTable
 from providers.postgres.transaction import PgTransaction, begin
-from spi.errors import IncompatibleSchemaError, SchemaError, TableExistsError, TableNotFoundError
+from spi.errors import ConflictError, IncompatibleSchemaError, SchemaError, TableExistsError, TableNotFoundError
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
 from spi.staging import check_stageable, is_staging, new_staging_name, stages, staging_base
+
+SWEEP_BATCH = 1000
+"""Expired rows a sweep removes per transaction."""
 
 
 class PgAdmin(Admin):
@@ -168,6 +180,27 @@ class PgAdmin(Admin):
             _rename(tx, self._db.schema, first, other, name)
             _rename(tx, self._db.schema, first, _PARKED, other)
 
+    def sweep(self, name: str) -> int:
+        """Remove the table's expired rows now, in transactions of up to
+        :data:`SWEEP_BATCH` rows; how many were removed."""
+        removed = 0
+        while True:
+            attempt = 0
+            while True:
+                try:
+                    with begin(self._db) as tx:
+                        table = tx.table(name)
+                        assert isinstance(table, PgTable)
+                        n, more = table.sweep(SWEEP_BATCH)
+                    break
+                except ConflictError:  # a writer touched the same rows: look again
+                    attempt += 1
+                    if attempt > 10:
+                        raise
+            removed += n
+            if not more:
+                return removed
+
     def verify(self, name: str) -> list[str]:
         """Compare the catalog spec with the real table: columns, types, key, indexes."""
         problems: list[str] = []
@@ -187,6 +220,8 @@ class PgAdmin(Admin):
                     problems.append(f"column {f.name!r} is {got}, expected {want}")
             if columns.get(VERSION) != "BIGINT":
                 problems.append(f"version column {VERSION!r} is missing or not bigint")
+            if columns.get(EXPIRES) != "TIMESTAMP WITH TIME ZONE":
+                problems.append(f"expiry column {EXPIRES!r} is missing or not timestamptz")
             if key != list(spec.primary_key):
                 problems.append(f"primary key is ({', '.join(key)}), expected ({', '.join(spec.primary_key)})")
             for index in expected.indexes:
@@ -208,8 +243,8 @@ def _rename(tx: PgTransaction, schema: str, spec: TableSpec, source: str, target
     tx.execute(
         sa.text(f"ALTER TABLE {q(schema, target)} RENAME CONSTRAINT {q(pkey_name(source))} TO {q(pkey_name(target))}")
     )
-    for column in spec.indexes:
-        old, new = index_name(source, column), index_name(target, column)
+    renamed = [(index_name(source, column), index_name(target, column)) for column in spec.indexes]
+    for old, new in [*renamed, (expiry_index_name(source), expiry_index_name(target))]:
         tx.execute(sa.text(f"ALTER INDEX {q(schema, old)} RENAME TO {q(new)}"))
 
 

@@ -87,9 +87,9 @@ def put_event(spec: TableSpec, key: tuple[Any, ...], values: dict[str, Any], ver
     return (spec.name, OP_PUT, encode_key(spec.key_types, key), _pack(values), version)
 
 
-def delete_event(spec: TableSpec, key: tuple[Any, ...]) -> Event:
-    """The event of the removal of the row under ``key``."""
-    return (spec.name, OP_DELETE, encode_key(spec.key_types, key), None, None)
+def delete_event(spec: TableSpec, key: tuple[Any, ...], op: int = OP_DELETE) -> Event:
+    """The event of the removal of the row under ``key`` (``op``: a delete or an expiry)."""
+    return (spec.name, op, encode_key(spec.key_types, key), None, None)
 
 
 def next_revision(tx: PgSession, schema: str) -> tuple[int, Any]:

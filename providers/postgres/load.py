@@ -6,19 +6,23 @@ A batch whose key range holds no rows yet is copied straight into the table (eve
 row is new: version 1). Otherwise it goes through a temporary table. A batch with a
 key twice keeps the sequential per-row path, so later rows see earlier ones. Both
 COPYs send the batch's tuples as they are (values, then version 1); a load that keeps
-versions sends each row's own version instead and sets it on a conflict too.
+versions sends each row's own version instead and sets it on a conflict too. A load
+whose rows expire sends their expiry too. A batch whose key range holds an expired
+row not swept yet takes the per-row path, which sweeps it first (as every write that
+meets one does: its version starts again at 1, its ``"expire"`` event is recorded).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from providers.postgres.batch import LoadBatch
-from providers.postgres.schema import VERSION
+from providers.postgres.schema import EXPIRES, VERSION
 from providers.postgres.session import PgSession
 from providers.postgres.sql import range_condition
 from spi.errors import KvError, RowExistsError
@@ -41,26 +45,41 @@ COPY_TYPES = {
 """PostgreSQL type of each field type for binary COPY."""
 
 
+class LoadTarget(Protocol):
+    """What :func:`load_batch` needs of the table it loads (a ``PgTable``)."""
+
+    spec: TableSpec
+
+    @property
+    def session(self) -> PgSession: ...
+
+    @property
+    def sql_table(self) -> sa.Table: ...
+
+    def expired_between(self, span: ResolvedRange) -> bool: ...
+
+
 def load_batch(
-    tx: PgSession,
-    spec: TableSpec,
-    target: sa.Table,
+    table: LoadTarget,
     batch: LoadBatch,
     mode: str,
     sequential: Callable[[list[dict[str, Any]], str], None],
-    versions: list[int] | None = None,
+    versions: list[int] | None,
+    expiries: list[dt.datetime | None] | None,
     *,
     written: Callable[[list[Any], list[Any]], None] | None = None,
 ) -> None:
-    """Write a validated batch into ``target`` exactly like one write per row, in bulk
-    (``sequential`` writes a batch that repeats a key row by row); with ``versions``,
-    row ``i`` is written with version ``versions[i]``. ``written``, if given, gets the
+    """Write a validated batch into ``table`` exactly like one write per row, in bulk
+    (``sequential`` writes a batch row by row: one that repeats a key, or meets an
+    expired row); with ``versions``, row ``i`` is written with version ``versions[i]``,
+    with ``expiries`` expiring at ``expiries[i]``. ``written``, if given, gets the
     batch's keys and every row written as the table now holds it (its columns, then
-    its version; a change feed's events come from them)."""
+    its version and expiry; a change feed's events come from them)."""
+    tx, spec, target = table.session, table.spec, table.sql_table
     if batch.spec is not spec and (batch.spec != spec or batch.spec.columns != spec.columns):
         batch = _revalidated(spec, batch)
     keys = batch.keys()
-    if len(set(keys)) < len(keys):
+    if len(set(keys)) < len(keys) or table.expired_between(_span(batch, keys)):
         sequential(batch.dicts(), mode)
         return
     returned: list[Any] | None = None if written is None else []
@@ -68,9 +87,28 @@ def load_batch(
         group_keys = keys if len(positions) == len(keys) else [keys[i] for i in positions]
         if versions is not None:
             rows = [(*row[:-1], versions[i]) for row, i in zip(rows, positions)]
-        _load_group(tx, spec, target, columns, rows, batch, group_keys, mode, returned, kept=versions is not None)
+        if expiries is not None:
+            rows = [(*row, expiries[i]) for row, i in zip(rows, positions)]
+        _load_group(
+            tx,
+            spec,
+            target,
+            columns,
+            rows,
+            batch,
+            group_keys,
+            mode,
+            returned,
+            kept=versions is not None,
+            expiring=expiries is not None,
+        )
     if written is not None and returned is not None:
         written(keys, returned)
+
+
+def _span(batch: LoadBatch, keys: list[Any]) -> ResolvedRange:
+    """The key range from the smallest to the largest of ``keys``."""
+    return ResolvedRange(batch.key_tuple(min(keys)), True, batch.key_tuple(max(keys)), True)
 
 
 def _revalidated(spec: TableSpec, batch: LoadBatch) -> LoadBatch:
@@ -97,30 +135,35 @@ def _load_group(
     returned: list[Any] | None,
     *,
     kept: bool,
+    expiring: bool,
 ) -> None:
-    """One group of a batch; ``returned`` (when not None) gets the rows written as
-    the table holds them (every column, then the version)."""
-    types = [*(COPY_TYPES[spec.type_of(c)] for c in columns), "int8"]
+    """One group of a batch (tuples of ``columns``, the version, and the expiry when
+    ``expiring``); ``returned`` (when not None) gets the rows written as the table
+    holds them (every column, then the version and the expiry)."""
+    tail = [VERSION, EXPIRES] if expiring else [VERSION]
+    types = [*(COPY_TYPES[spec.type_of(c)] for c in columns), "int8", *(["timestamptz"] if expiring else [])]
     if _vacant(tx, spec, target, batch, keys):
         # No row in the batch's key range: every row is an insert (at version 1, or its own).
-        _copy(tx, target.schema, target.name, [*columns, VERSION], types, rows)
+        _copy(tx, target.schema, target.name, [*columns, *tail], types, rows)
         if returned is not None:
-            if columns == spec.columns:
-                returned.extend(rows)
-            else:  # a partial upsert group: the other columns are null
-                at = {c: i for i, c in enumerate(columns)}
-                returned.extend([*(r[at[c]] if c in at else None for c in spec.columns), r[-1]] for r in rows)
+            n = len(columns)
+            at = {c: i for i, c in enumerate(columns)}  # a partial upsert group: the other columns are null
+            returned.extend(
+                [*(r[at[c]] if c in at else None for c in spec.columns), r[n], r[n + 1] if expiring else None]
+                for r in rows
+            )
         return
-    temp = _temp_table(tx, target, columns)
-    _copy(tx, None, temp.name, [*columns, VERSION], types, rows)
+    temp = _temp_table(tx, target, (*columns, *tail))
+    _copy(tx, None, temp.name, [*columns, *tail], types, rows)
     if mode == "insert":
         _refuse_existing(tx, spec, target, temp, batch, keys)
-    select = sa.select(*(temp.c[c] for c in columns), temp.c[VERSION])
-    stmt = pg_insert(target).from_select([*columns, VERSION], select)
+    select = sa.select(*(temp.c[c] for c in (*columns, *tail)))
+    stmt = pg_insert(target).from_select([*columns, *tail], select)
     if mode != "insert":
         changed = columns if mode == "upsert" else spec.columns
         values: dict[str, Any] = {c: stmt.excluded[c] for c in changed if not spec.is_key(c)}
         values[VERSION] = stmt.excluded[VERSION] if kept else target.c[VERSION] + 1
+        values[EXPIRES] = stmt.excluded[EXPIRES] if expiring else None
         stmt = stmt.on_conflict_do_update(index_elements=[target.c[k] for k in spec.primary_key], set_=values)
     if returned is None:
         tx.execute(stmt)
@@ -130,7 +173,7 @@ def _load_group(
 
 def _vacant(tx: PgSession, spec: TableSpec, target: sa.Table, batch: LoadBatch, keys: list[Any]) -> bool:
     """True when no row lies in the key range of ``keys``."""
-    span = ResolvedRange(batch.key_tuple(min(keys)), True, batch.key_tuple(max(keys)), True)
+    span = _span(batch, keys)
     occupied = tx.execute(
         sa.select(sa.literal(1)).select_from(target).where(*range_condition(target, spec, span)).limit(1)
     )
@@ -156,7 +199,7 @@ def _temp_table(tx: PgSession, target: sa.Table, columns: tuple[str, ...]) -> sa
     temp = sa.Table(
         tx.temp_name(),
         sa.MetaData(),
-        *(sa.Column(target.c[c].name, target.c[c].type) for c in (*columns, VERSION)),
+        *(sa.Column(target.c[c].name, target.c[c].type) for c in columns),
         prefixes=["TEMPORARY"],
         postgresql_on_commit="DROP",
     )

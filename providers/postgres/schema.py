@@ -17,6 +17,9 @@ from spi.types import FieldType, to_float32
 
 VERSION = "kv_version"
 """The row version column (user columns cannot start with ``kv_``)."""
+EXPIRES = "kv_expires"
+"""The row expiry column (timestamptz, null: never), with a partial index on the rows
+that expire (the sweep's work list)."""
 CATALOG = "kv_catalog"
 """The catalog table: one row per logical table with its spec as JSON."""
 MAX_IDENTIFIER = 63
@@ -65,13 +68,19 @@ def index_name(table: str, column: str) -> str:
     return derived_name("kv_idx", table, column)
 
 
+def expiry_index_name(table: str) -> str:
+    """Name of the partial index on the expiry of the rows of ``table`` that expire."""
+    return derived_name("kv_exp", table)
+
+
 def pkey_name(table: str) -> str:
     """Name of the primary key constraint (explicit, so it never clashes with a table)."""
     return derived_name("kv_pk", table)
 
 
 def build_table(spec: TableSpec, schema: str) -> sa.Table:
-    """The SQLAlchemy table for ``spec``: typed columns, primary key, version, indexes.
+    """The SQLAlchemy table for ``spec``: typed columns, primary key, version, expiry,
+    indexes.
 
     An index on column c covers (c NULLS FIRST, key...), so scans ordered by c
     (nulls first, key as tie-break) read it in order in both directions.
@@ -83,12 +92,20 @@ def build_table(spec: TableSpec, schema: str) -> sa.Table:
         metadata,
         *columns,
         sa.Column(VERSION, sa.BigInteger, nullable=False),
+        sa.Column(EXPIRES, pg.TIMESTAMP(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint(*(quoted(k) for k in spec.primary_key), name=quoted(pkey_name(spec.name))),
     )
     for column in spec.indexes:
         index_columns = [table.c[column].nulls_first(), *(table.c[k] for k in spec.primary_key if k != column)]
         sa.Index(quoted(index_name(spec.name, column)), *index_columns)
+    sa.Index(quoted(expiry_index_name(spec.name)), table.c[EXPIRES], postgresql_where=table.c[EXPIRES].isnot(None))
     return table
+
+
+def live(table: sa.Table) -> Any:
+    """The condition of the rows of ``table`` that have not expired (the server's clock)."""
+    expires = table.c[EXPIRES]
+    return sa.or_(expires.is_(None), expires > sa.func.statement_timestamp())
 
 
 def catalog_table(schema: str) -> sa.Table:

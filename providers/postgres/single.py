@@ -68,7 +68,7 @@ class _OneStatement:
         if row is None or row[0] != self._statement.fingerprint:
             self._db.forget_table(sql.spec.name)
             raise Fallback
-        if row[-1] is None:
+        if row[-2] is None:  # no version: the outer join found no row
             return None
         return sql.stored(row[1:])
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from providers.postgres.schema import sql_type
+from providers.postgres.schema import live, sql_type
 from spi.codec import decode_key, decode_nullable
 from spi.filters import And, Compare, Expr, In, IsNull, Like, Not, Or, like_prefix, string_successor
 from spi.keys import ResolvedRange
@@ -165,8 +165,9 @@ def scan_select(
     limit: int | None = None,
     columns: Sequence[str] | None = None,
 ) -> sa.Select[Any]:
-    """The SELECT for a scan: ``columns`` (default: every column and the version)."""
-    conditions = range_condition(table, spec, key_range)
+    """The SELECT for a scan of the live rows: ``columns`` (default: every column, the
+    version and the expiry)."""
+    conditions = [*range_condition(table, spec, key_range), live(table)]
     if where is not None:
         conditions.append(compile_where(table, where))
     if after is not None:
@@ -179,8 +180,8 @@ def scan_select(
 
 
 def count_select(table: sa.Table, spec: TableSpec, key_range: ResolvedRange, where: Expr | None) -> sa.Select[Any]:
-    """SELECT count(*) for a range and filter."""
-    conditions = range_condition(table, spec, key_range)
+    """SELECT count(*) of the live rows for a range and filter."""
+    conditions = [*range_condition(table, spec, key_range), live(table)]
     if where is not None:
         conditions.append(compile_where(table, where))
     return sa.select(sa.func.count()).select_from(table).where(*conditions)

@@ -10,13 +10,19 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
-from providers.postgres.schema import VERSION, build_table, row_converters
+from providers.postgres.schema import EXPIRES, VERSION, build_table, row_converters
+from spi.codec import to_micros
 from spi.primitives import Stored
 from spi.row import Row
 from spi.spec import TableSpec
 
 _new_stored = partial(tuple.__new__, Stored)
-_last = itemgetter(-1)
+_version = itemgetter(-2)
+_expires = itemgetter(-1)
+
+
+def _micros(expires: Any) -> int | None:
+    return None if expires is None else to_micros(expires)
 
 
 class TableSql:
@@ -37,32 +43,34 @@ class TableSql:
             t.update()
             .where(*key_binds)
             .values({c: sa.bindparam(f"kv_v_{c}") for c in spec.columns if not spec.is_key(c)})
-            .values({VERSION: sa.bindparam("kv_version_new")})
+            .values({VERSION: sa.bindparam("kv_version_new"), EXPIRES: sa.bindparam("kv_expires_new")})
         )
         self.delete = t.delete().where(*key_binds)
 
     def stored(self, row: Any) -> Stored:
-        """A fetched row (columns in spec order, then the version) as :class:`Stored`."""
+        """A fetched row (columns in spec order, then the version and the expiry) as
+        :class:`Stored`."""
+        expires = row[-1]
         if self.converters:
             row = list(row)
             for i, convert in self.converters:
                 if row[i] is not None:
                     row[i] = convert(row[i])
-        return Stored(dict(zip(self.columns, row)), row[-1])
+        return Stored(dict(zip(self.columns, row)), row[-2], None if expires is None else to_micros(expires))
 
     def stored_many(self, rows: list[Any]) -> list[Stored]:
         """:meth:`stored` for a list of rows (C-level loops when no value needs converting)."""
         if self.converters:
             return [self.stored(r) for r in rows]
         values = map(dict, map(zip, repeat(self.columns), rows))
-        return list(map(_new_stored, zip(values, map(_last, rows))))
+        return list(map(_new_stored, zip(values, map(_version, rows), map(_micros, map(_expires, rows)))))
 
     def rows_many(self, rows: list[Any]) -> list[Row]:
         """Fetched rows as :class:`Row` objects directly (no intermediate :class:`Stored`)."""
         if self.converters:
             return [Row.adopt(*self.stored(r)) for r in rows]
         values = map(dict, map(zip, repeat(self.columns), rows))
-        return list(map(Row.adopt, values, map(_last, rows)))
+        return list(map(Row.adopt, values, map(_version, rows), map(_micros, map(_expires, rows))))
 
     def key_params(self, key: tuple[Any, ...]) -> dict[str, Any]:
         """Bind parameters for a key."""

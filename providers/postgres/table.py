@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -10,12 +11,13 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from providers.postgres.batch import LoadBatch, PgLoadPreparer
-from providers.postgres.feed import delete_event, put_event
+from providers.postgres.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event
 from providers.postgres.load import load_batch
-from providers.postgres.schema import VERSION
+from providers.postgres.schema import EXPIRES, VERSION
 from providers.postgres.session import PgSession
 from providers.postgres.sql import count_select, key_histogram, range_condition, scan_select
 from providers.postgres.statements import TableSql
+from spi.codec import from_micros
 from spi.errors import KvError
 from spi.filters import Expr
 from spi.keys import Range, ResolvedRange, key_of, quantile_cuts, ranges_between
@@ -42,6 +44,7 @@ buckets) the statistics serve up to 5 ranges."""
 
 
 T = TypeVar("T")
+_SERVER_MICROS = sa.select(sa.cast(sa.extract("epoch", sa.func.clock_timestamp()) * 1_000_000, sa.BigInteger))
 
 
 class Explain(Executable, ClauseElement):
@@ -134,23 +137,62 @@ class PgTable(TableBase):
     def _get(self, key: tuple[Any, ...]) -> Stored | None:
         return self._tx.fetch_row(self._sql, key)
 
-    def _put(self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None) -> None:
+    def _clock(self) -> int:
+        """Now on the server's clock, which decides expiry (one round trip, made only
+        by writes that set an expiry or meet one)."""
+        return int(self._tx.execute(_SERVER_MICROS).scalar_one())
+
+    def _put(
+        self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None, expires: int | None
+    ) -> None:
         if self._events is not None:
             self._events.append(put_event(self.spec, key, values, version))
+        expires_at = None if expires is None else from_micros(expires)
         if old is None:
-            self._tx.execute(self._sql.insert, {**values, VERSION: version})
+            self._tx.execute(self._sql.insert, {**values, VERSION: version, EXPIRES: expires_at})
             return
         params = self._sql.key_params(key)
         for c in self.spec.columns:
             if not self.spec.is_key(c):
                 params[f"kv_v_{c}"] = values[c]
         params["kv_version_new"] = version
+        params["kv_expires_new"] = expires_at
         self._tx.execute(self._sql.update, params)
 
-    def _remove(self, key: tuple[Any, ...], old: Stored) -> None:
+    def _remove(self, key: tuple[Any, ...], old: Stored, *, expired: bool = False) -> None:
         if self._events is not None:
-            self._events.append(delete_event(self.spec, key))
+            self._events.append(delete_event(self.spec, key, OP_EXPIRE if expired else OP_DELETE))
         self._tx.execute(self._sql.delete, self._sql.key_params(key))
+
+    def sweep(self, limit: int) -> tuple[int, bool]:
+        """Remove up to ``limit`` expired rows, in (expiry, key) order as every provider
+        sweeps: how many, and whether there may be more."""
+        t = self._sql.table
+        keys = [t.c[k] for k in self.spec.primary_key]
+        doomed = (
+            sa.select(*keys)
+            .where(t.c[EXPIRES] <= sa.func.statement_timestamp())
+            .order_by(t.c[EXPIRES], *keys)
+            .limit(limit)
+            .with_for_update()
+        )
+        found = [tuple(r) for r in self._tx.execute(doomed).fetchall()]
+        if found:
+            self._tx.execute(t.delete().where(sa.tuple_(*keys).in_(found)))
+            if self._events is not None:
+                self._events.extend(delete_event(self.spec, k, OP_EXPIRE) for k in found)
+        return len(found), len(found) == limit
+
+    def expired_between(self, span: ResolvedRange) -> bool:
+        """True when a row in ``span`` has expired and is not swept yet."""
+        t = self._sql.table
+        stmt = (
+            sa.select(sa.literal(1))
+            .select_from(t)
+            .where(*range_condition(t, self.spec, span), t.c[EXPIRES] <= sa.func.statement_timestamp())
+            .limit(1)
+        )
+        return self._tx.execute(stmt).first() is not None
 
     def _scan(self, request: ScanRequest) -> Iterator[Stored]:
         return self._fetch(request, self._sql.stored_many)
@@ -257,16 +299,35 @@ class PgTable(TableBase):
         """Rows validated into COPY tuples as they are read."""
         return PgLoadPreparer(self.spec)
 
-    def _load_batch(self, batch: LoadBatch, mode: str) -> None:
+    def _load_batch(self, batch: LoadBatch, mode: str, expires: int | None) -> None:
+        def sequential(rows: list[dict[str, Any]], m: str) -> None:
+            super(PgTable, self)._load_batch(rows, m, expires)
+
         written = None if self._events is None else self._record_load
-        load_batch(self._tx, self.spec, self._sql.table, batch, mode, super()._load_batch, written=written)
+        expiries: list[dt.datetime | None] | None = None
+        if expires is not None:
+            expiries = [from_micros(expires)] * len(batch.rows)
+        load_batch(self, batch, mode, sequential, None, expiries, written=written)
 
     def _load_kept(self, batch: LoadBatch, mode: str, kept: Kept) -> None:
         def sequential(rows: list[dict[str, Any]], m: str) -> None:
             super(PgTable, self)._load_kept(rows, m, kept)
 
         written = None if self._events is None else self._record_load
-        load_batch(self._tx, self.spec, self._sql.table, batch, mode, sequential, kept.versions, written=written)
+        expiries: list[dt.datetime | None] | None = None
+        if any(e is not None for e in kept.expires):
+            expiries = [None if e is None else from_micros(e) for e in kept.expires]
+        load_batch(self, batch, mode, sequential, kept.versions, expiries, written=written)
+
+    @property
+    def sql_table(self) -> sa.Table:
+        """The SQLAlchemy table."""
+        return self._sql.table
+
+    @property
+    def session(self) -> PgSession:
+        """The transaction this table runs in."""
+        return self._tx
 
     def _record_load(self, keys: list[Any], rows: list[Any]) -> None:
         """The events of a bulk-loaded batch, in input order, from the rows as written."""

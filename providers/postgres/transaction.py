@@ -18,7 +18,7 @@ from sqlalchemy.sql.expression import Executable
 
 from providers.postgres.database import PgDatabase
 from providers.postgres.feed import Event, record
-from providers.postgres.schema import qualified, quoted
+from providers.postgres.schema import EXPIRES, expiry_index_name, qualified, quoted
 from providers.postgres.session import AnyResult
 from providers.postgres.statements import TableSql
 from providers.postgres.table import FETCH_ROWS, PgTable
@@ -250,6 +250,7 @@ def _create_schema(db: PgDatabase) -> None:
     read can use the provider."""
     with PgTransaction(db, isolation="READ COMMITTED") as tx:
         if tx.relation_exists(db.schema, db.catalog.name):
+            _add_expiry(tx, db)
             return
         if not db.create:
             raise UrlError(
@@ -259,3 +260,26 @@ def _create_schema(db: PgDatabase) -> None:
         tx.lock_ddl()
         tx.execute(CreateSchema(quoted(db.schema), if_not_exists=True))
         tx.execute(CreateTable(db.catalog, if_not_exists=True))
+
+
+def _add_expiry(tx: PgTransaction, db: PgDatabase) -> None:
+    """Give the tables made before rows could expire their expiry column and index
+    (one catalog query when there are none; the change is metadata only)."""
+    catalog = db.catalog
+    relation = sa.func.to_regclass(
+        sa.func.quote_ident(sa.literal(db.schema, sa.Text)) + "." + sa.func.quote_ident(catalog.c.name)
+    )
+    has_column = (
+        sa.select(sa.literal(1))
+        .select_from(sa.table("pg_attribute", sa.column("attrelid"), sa.column("attname"), sa.column("attisdropped")))
+        .where(sa.column("attrelid") == relation, sa.column("attname") == EXPIRES, sa.not_(sa.column("attisdropped")))
+    )
+    missing = [r[0] for r in tx.execute(sa.select(catalog.c.name).where(~has_column.exists())).fetchall()]
+    if not missing:
+        return
+    tx.lock_ddl()
+    for name in missing:
+        table = qualified(tx.dialect, db.schema, name)
+        tx.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {EXPIRES} timestamptz"))
+        index = qualified(tx.dialect, expiry_index_name(name))
+        tx.execute(sa.text(f"CREATE INDEX IF NOT EXISTS {index} ON {table} ({EXPIRES}) WHERE {EXPIRES} IS NOT NULL"))

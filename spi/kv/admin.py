@@ -3,6 +3,7 @@ transaction."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -11,12 +12,17 @@ from spi.codec import prefix_successor
 from spi.errors import IncompatibleSchemaError, SchemaError, TableExistsError, TableNotFoundError
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import CATALOG, NEXT_ID, Layout, LayoutCache, catalog_key, pack, unpack
+from spi.kv.scan import Scanner
 from spi.kv.store import StoreSession
+from spi.kv.table import KvTable
 from spi.kv.transaction import KvTransaction, stored_layout
 from spi.kv.verify import verify_table
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
 from spi.staging import check_stageable, is_staging, new_staging_name, stages, staging_base
+
+SWEEP_BATCH = 1000
+"""Expired rows a sweep removes per commit."""
 
 
 class KvAdmin(Admin):
@@ -120,6 +126,21 @@ class KvAdmin(Admin):
         """Check every row decodes and every index entry matches its row (both ways)."""
         with self._tx() as tx:
             return verify_table(tx, name)
+
+    def sweep(self, name: str) -> int:
+        """Remove the table's expired rows now, in commits of up to
+        :data:`SWEEP_BATCH` rows; how many were removed."""
+        now = time.time_ns() // 1000
+        removed = 0
+        while True:
+            with self._reading() as view:  # a look first: most sweeps find nothing to do
+                if not Scanner(view, stored_layout(view, self._layouts, name)).has_expired(now):
+                    return removed
+            with self._tx() as tx:
+                n, more = KvTable(tx, tx.layout(name)).sweep(now, SWEEP_BATCH)
+            removed += n
+            if not more:
+                return removed
 
 
 def _create_in(tx: KvTransaction, spec: TableSpec) -> None:

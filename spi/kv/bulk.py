@@ -14,7 +14,7 @@ row by row, which accepts what is valid and reports the first bad row exactly.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice, repeat
 from operator import attrgetter
 from typing import Annotated, Any
@@ -73,11 +73,13 @@ class RowBatch:
         assert self.columns is not None
         return dict(zip(self.names, [c[i] for c in self.columns]))
 
-    def stored_at(self, versions: list[int]) -> list[bytes]:
+    def stored_at(self, versions: Iterable[int], expiries: Iterable[int | None]) -> list[bytes]:
         """The stored values of an encoded batch's rows, row ``i`` at ``versions[i]``
-        (:attr:`stored` has them at version 1)."""
+        expiring at ``expiries[i]`` (:attr:`stored` has them at version 1, never
+        expiring; see :meth:`spi.kv.layout.Layout.encode_row`)."""
         assert self.stored_columns is not None
-        return list(map(msgspec.msgpack.Encoder().encode, zip(versions, *self.stored_columns)))
+        heads = (v if e is None else (v, e) for v, e in zip(versions, expiries))
+        return list(map(msgspec.msgpack.Encoder().encode, zip(heads, *self.stored_columns)))
 
     def all_rows(self) -> list[dict[str, Any]]:
         """The validated values of every row."""

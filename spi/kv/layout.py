@@ -5,9 +5,13 @@ All keys are byte strings, compared unsigned:
 
 - ``00 'c' name`` → catalog entry (msgpack: spec, table id, stored column layout)
 - ``00 'n'`` → the next table id
-- ``01 tid(4) 00 key`` → row: msgpack ``[version, value...]`` in layout order
+- ``01 tid(4) 00 key`` → row: msgpack ``[version, value...]`` in layout order, or
+  ``[[version, expires], value...]`` for a row that expires (``expires`` in µs since
+  the epoch, UTC)
 - ``01 tid(4) 01 col(2) nullable-value key`` → empty: index entry of column ``col``
   (its position in the layout); row and index entries change in one atomic commit
+- ``01 tid(4) 02 expires(8) key`` → empty: expiry entry of a row that expires (the
+  sweep's work list, in expiry order), written and removed with the row
 - ``02 'e' rev(8) page(4)`` → change feed (:mod:`spi.kv.feed`): the events of
   revision ``rev``, up to 1000 a page, column by column: ``time(8) n(4) ops(n)
   key-lengths(4n) row-lengths(4n) row-keys... stored-rows...`` (time in µs since the
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import struct
+import time
 from collections.abc import Callable, Iterator
 from operator import itemgetter
 from typing import Any
@@ -45,11 +50,13 @@ NEXT_ID = b"\x00n"
 DATA = b"\x01"
 ROWS = b"\x00"
 INDEX = b"\x01"
+EXPIRY = b"\x02"
 EVENTS = b"\x02e"
 COMPACTED = b"\x02o"
 REVISION = b"\x02r"
 _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
+_U64 = struct.Struct(">Q")
 
 pack = msgspec.msgpack.encode
 """msgpack encoding of catalog entries and counters."""
@@ -71,6 +78,7 @@ class Layout:
         self.table_id = table_id
         self.prefix = DATA + _U32.pack(table_id)
         self.row_prefix = self.prefix + ROWS
+        self.expiry_prefix = self.prefix + EXPIRY
         self.key_types = spec.key_types
         self.encode_key = key_encoder(spec.key_types)
         self.timestamps = [c for c in columns if spec.type_of(c) is FieldType.TIMESTAMP]
@@ -86,8 +94,8 @@ class Layout:
         stamps = frozenset(i for i, c in enumerate(columns) if c in self.timestamps)
         self.read_rows: RowReader = _row_reader(len(columns), stamps)(*columns)
         """``read_rows(view, stored, limit)``: the :class:`Row` of each stored value of
-        ``stored`` (at most ``limit``), raising when ``view.ended`` (a key-order scan
-        with no filter: one generator step per row)."""
+        ``stored`` (at most ``limit``) that has not expired, raising when
+        ``view.ended`` (a key-order scan with no filter: one generator step per row)."""
         self._readers: dict[Expr, RowReader] = {}
         # A store runs one transaction (one thread) at a time, so a layout may own an encoder.
         self._pack = msgspec.msgpack.Encoder().encode
@@ -117,11 +125,27 @@ class Layout:
         """Byte prefix of every entry of the index on ``column``."""
         return self.prefix + INDEX + _U16.pack(self.index_ids[column])
 
-    def encode_row(self, values: dict[str, Any], version: int) -> bytes:
-        """The stored form of a full row: msgpack ``[version, value...]``."""
+    def encode_row(self, values: dict[str, Any], version: int, expires: int | None = None) -> bytes:
+        """The stored form of a full row: msgpack ``[version, value...]`` (``[[version,
+        expires], value...]`` when it expires)."""
         if self.timestamps:
             values = {**values, **{c: to_micros(values[c]) for c in self.timestamps if values[c] is not None}}
-        return self._pack((version, *self._get_all(values)))
+        return self._pack((version if expires is None else (version, expires), *self._get_all(values)))
+
+    def expiry_key(self, expires: int, encoded_key: bytes) -> bytes:
+        """Store key of the expiry entry of the row with ``encoded_key``."""
+        return self.expiry_prefix + _U64.pack(expires) + encoded_key
+
+    def expired_bound(self, now: int) -> bytes:
+        """The end (exclusive) of the expiry entries of rows expired at ``now``."""
+        return self.expiry_prefix + _U64.pack(now + 1)
+
+    def stored_of(self, raw: list[Any]) -> Stored:
+        """The :class:`Stored` of an unpacked stored row."""
+        head = raw[0]
+        if head.__class__ is int:
+            return Stored(self.values_of(raw), head)
+        return Stored(self.values_of(raw), head[0], head[1])
 
     def _from_micros(self, values: dict[str, Any]) -> dict[str, Any]:
         for c in self.timestamps:
@@ -131,8 +155,7 @@ class Layout:
 
     def decode_row(self, data: bytes) -> Stored:
         """Inverse of :meth:`encode_row`."""
-        raw = unpack(data)
-        return Stored(self.values_of(raw), raw[0])
+        return self.stored_of(unpack(data))
 
     def index_key(self, column: str, value: Any, encoded_key: bytes) -> bytes:
         """Store key of one index entry."""
@@ -239,16 +262,25 @@ def _generated_reader(n: int, timestamps: frozenset[int], keep: str | None, name
         f"def make({', '.join(columns)}):\n"
         f"    def read_rows(view, stored, limit):\n"
         f"        n = 0\n"
+        f"        now = clock() // 1000\n"
         f"        for data in stored:\n"
         f"            if view.ended:\n"
         f"                raise ended_error()\n"
         f"            r = unpack(data)\n"
         f"            if len(r) <= {n}:\n"
         f"                r = r + [None] * ({n + 1} - len(r))\n"
+        f"            v = r[0]\n"
+        f"            if v.__class__ is not int:\n"
+        f"                if v[1] <= now:\n"
+        f"                    continue\n"
         f"{test}"
         f"            row = new(Row)\n"
         f"            row._values = {{{items}}}\n"
-        f"            row.version = r[0]\n"
+        f"            if v.__class__ is int:\n"
+        f"                row.version = v\n"
+        f"            else:\n"
+        f"                row.version = v[0]\n"
+        f"                row._expires = from_micros(v[1])\n"
         f"            yield row\n"
         f"            n += 1\n"
         f"            if n == limit:\n"
@@ -262,6 +294,7 @@ def _generated_reader(n: int, timestamps: frozenset[int], keep: str | None, name
         "Row": Row,
         "from_micros": from_micros,
         "ended_error": ended_error,
+        "clock": time.time_ns,
     }
     exec(source, namespace)
     return namespace["make"]

@@ -15,12 +15,20 @@ from spi.kv.layout import LayoutCache
 from spi.kv.store import OrderedStore, StoreSession
 from spi.kv.transaction import KvTransaction
 from spi.provider import ProviderBase
+from spi.sweeper import DEFAULT_SWEEP_INTERVAL, BackgroundSweeper
 
 
 class KvProvider(ProviderBase):
     """A provider over an :class:`OrderedStore`; subclasses supply the store."""
 
-    def __init__(self, url: str, store: OrderedStore, *, changes_retention: float = DEFAULT_RETENTION) -> None:
+    def __init__(
+        self,
+        url: str,
+        store: OrderedStore,
+        *,
+        changes_retention: float = DEFAULT_RETENTION,
+        sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
+    ) -> None:
         super().__init__(url)
         self._store = store
         self._feed = FeedSettings(changes_retention)
@@ -28,6 +36,7 @@ class KvProvider(ProviderBase):
         """Decoded table layouts, shared by this provider's transactions and reads."""
         self._admin = KvAdmin(self.transaction, self.session, self.layouts)
         self._closed = False
+        self._sweeper = BackgroundSweeper(self.sweep_expired, sweep_interval)
 
     @property
     def admin(self) -> KvAdmin:
@@ -36,6 +45,7 @@ class KvProvider(ProviderBase):
 
     def transaction(self) -> KvTransaction:
         """A new serializable transaction (waits for exclusive access)."""
+        self._sweeper.start()
         return KvTransaction(self.session(), self.layouts, self._feed)
 
     def session(self, read_only: bool = False) -> StoreSession:
@@ -52,6 +62,7 @@ class KvProvider(ProviderBase):
 
     def table(self, name: str) -> KvAutoCommitTable:
         """An auto-commit handle: each write its own transaction, each read one session."""
+        self._sweeper.start()
         return KvAutoCommitTable(self, name, self.session, self.layouts)
 
     def revision(self) -> int:
@@ -90,4 +101,5 @@ class KvProvider(ProviderBase):
         """Release the store."""
         if not self._closed:
             self._closed = True
+            self._sweeper.stop()
             self._store.close()

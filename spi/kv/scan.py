@@ -8,6 +8,7 @@ scan costs one msgpack decode and one dict per row it returns.
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Callable, Iterator
 from itertools import islice, starmap
 from typing import Any, TypeVar
@@ -39,8 +40,9 @@ class Scanner:
         self._layout = layout
         self.spec = layout.spec
 
-    def stream(self, request: ScanRequest, make: Callable[[dict[str, Any], int], T]) -> Iterator[T]:
-        """The rows of ``request``, each as ``make(values, version)``."""
+    def stream(self, request: ScanRequest, make: Callable[..., T]) -> Iterator[T]:
+        """The rows of ``request`` that have not expired, each as ``make(values,
+        version)`` or, for a row that expires, ``make(values, version, expires)``."""
         plan = plan_scan(
             self.spec, request.key_range, request.where, order_by=request.order_by, descending=request.descending
         )
@@ -79,7 +81,7 @@ class Scanner:
         after: bytes | None,
         where: Expr | None = None,
         limit: int | None = None,
-        make: Callable[[dict[str, Any], int], Any] = Stored,
+        make: Callable[..., Any] = Stored,
     ) -> Iterator[Any]:
         """Rows in key order matching ``where``, at most ``limit``, as ``make(values, version)``."""
         lay = self._layout
@@ -99,6 +101,7 @@ class Scanner:
             yield from lay.reader(where)(tx, stored, limit)
             return
         n = 0
+        now = time.time_ns() // 1000
         while True:
             if tx.ended:  # checked before the store is touched again
                 raise ended_error()
@@ -106,10 +109,13 @@ class Scanner:
             if data is None:
                 return
             raw = unpack(data)
+            head = raw[0]
+            if head.__class__ is not int and head[1] <= now:
+                continue
             values = values_of(raw)
             if keep is not None and not keep(values):
                 continue
-            yield make(values, raw[0])
+            yield make(values, head) if head.__class__ is int else make(values, head[0], head[1])
             n += 1
             if n == limit:
                 return
@@ -194,9 +200,7 @@ class Scanner:
             _, end = decode_nullable(ftype, position)
             yield position, position[end:]
 
-    def _index_rows(
-        self, plan: Plan, after: bytes | None, make: Callable[[dict[str, Any], int], Any] = Stored
-    ) -> Iterator[Any]:
+    def _index_rows(self, plan: Plan, after: bytes | None, make: Callable[..., Any] = Stored) -> Iterator[Any]:
         """The rows an index scan finds, as ``make(values, version)``."""
         assert plan.index is not None
         lay = self._layout
@@ -205,6 +209,7 @@ class Scanner:
         lo, hi = range_bytes(b"", lay.key_types, plan.key_range)
         everything = plan.key_range == ResolvedRange.everything()
         tx, prefix, unpack, values_of = self._buffer, lay.row_prefix, _unpack, lay.values_of
+        now = time.time_ns() // 1000
         # The rows of a run of entries are fetched together (one multi-get), in runs
         # that grow so that a short scan fetches little.
         size = _FIRST_FETCH
@@ -218,7 +223,11 @@ class Scanner:
                     raise ended_error()
                 if data is not None:
                     raw = unpack(data)
-                    yield make(values_of(raw), raw[0])
+                    head = raw[0]
+                    if head.__class__ is int:
+                        yield make(values_of(raw), head)
+                    elif head[1] > now:
+                        yield make(values_of(raw), head[0], head[1])
             if len(run) < size:
                 return
             size = min(size * 4, _MAX_FETCH)
@@ -258,14 +267,32 @@ class Scanner:
 
     # -- other primitives ------------------------------------------------------------
     def count(self, key_range: ResolvedRange, where: Expr | None) -> int:
-        """How many rows in ``key_range`` match ``where`` (keys only when nothing is filtered)."""
+        """How many rows in ``key_range`` match ``where`` (keys only when nothing is
+        filtered and no row has expired unswept)."""
         plan = plan_scan(self.spec, key_range, where, ordered=False)
         if plan.empty:
             return 0
-        if plan.residual is None and plan.index is None:
-            lo, hi = range_bytes(self._layout.row_prefix, self._layout.key_types, plan.key_range)
+        lay = self._layout
+        if plan.residual is None and plan.index is None and not self.has_expired(time.time_ns() // 1000):
+            lo, hi = range_bytes(lay.row_prefix, lay.key_types, plan.key_range)
             return sum(1 for _ in self._buffer.keys(lo, hi))
         return sum(1 for _ in self._rows(plan, None))
+
+    def has_expired(self, now: int) -> bool:
+        """True when a row of the table has expired by ``now`` and is not swept yet."""
+        lay = self._layout
+        return next(self._buffer.keys(lay.expiry_prefix, lay.expired_bound(now)), None) is not None
+
+    def expired(self, now: int, limit: int) -> list[tuple[bytes, int]]:
+        """Up to ``limit`` rows expired by ``now`` and not swept yet: (encoded key, expiry)."""
+        lay = self._layout
+        start = len(lay.expiry_prefix)
+        found = []
+        for k in self._buffer.keys(lay.expiry_prefix, lay.expired_bound(now)):
+            found.append((k[start + 8 :], int.from_bytes(k[start : start + 8], "big")))
+            if len(found) == limit:
+                break
+        return found
 
     def split(self, n: int) -> list[Range]:
         """About ``n`` key ranges of equal row counts, cut at quantiles of a key sample."""

@@ -3,7 +3,7 @@ row and its index entries together; scans go to :class:`spi.kv.scan.Scanner`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
 from typing import Any
 
@@ -12,7 +12,7 @@ from spi.kept import write_kept
 from spi.keys import Range, ResolvedRange, key_of
 from spi.kv.buffer import WriteBuffer
 from spi.kv.bulk import KvLoadPreparer, RowBatch
-from spi.kv.feed import delete_event, put_event, put_events
+from spi.kv.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event, put_events
 from spi.kv.layout import Layout
 from spi.kv.scan import Scanner
 from spi.primitives import Kept, ScanRequest, Stored
@@ -57,10 +57,16 @@ class KvTable(TableBase):
         raws = self._buffer.get_many([prefix + encode(k) for k in keys])
         return [None if raw is None else decode(raw) for raw in raws]
 
-    def _put(self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None) -> None:
+    def _put(
+        self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None, expires: int | None
+    ) -> None:
         lay = self._layout
         enc = self._encoded(key)
         put = self._buffer.put
+        if old is not None and old.expires is not None and old.expires != expires:
+            put(lay.expiry_key(old.expires, enc), None)
+        if expires is not None:
+            put(lay.expiry_key(expires, enc), b"")
         for column, prefix, encode in lay.indexes:
             new_value = values[column]
             if old is not None:
@@ -69,7 +75,7 @@ class KvTable(TableBase):
                     continue
                 put(prefix + encode(old_value) + enc, None)
             put(prefix + encode(new_value) + enc, b"")
-        row_key, stored = lay.row_prefix + enc, lay.encode_row(values, version)
+        row_key, stored = lay.row_prefix + enc, lay.encode_row(values, version, expires)
         put(row_key, stored)
         if self._events is not None:
             self._events.append(put_event(row_key, stored))
@@ -77,29 +83,33 @@ class KvTable(TableBase):
     def _load_preparer(self) -> KvLoadPreparer:
         return self._layout.load_preparer()
 
-    def _load_batch(self, batch: RowBatch, mode: str) -> None:
+    def _load_batch(self, batch: RowBatch, mode: str, expires: int | None) -> None:
         """Bulk path: an encoded batch goes straight into the write buffer, except rows
         whose keys exist (the generic per-row path writes those). A batch only
         validated, one that repeats a key or one encoded for a layout that has changed
         since takes the generic path whole."""
         if not self._encoded_fits(batch):
-            super()._load_batch(batch.all_rows(), mode)
+            super()._load_batch(batch.all_rows(), mode, expires)
             return
         write = {"upsert": self._upsert_at, "insert": self._insert_at, "replace": self._replace_at}[mode]
-        assert batch.stored is not None
-        self._load_encoded(batch, batch.stored, mode, lambda i, key, values, old: write(key, values, old))
+        stored = batch.stored if expires is None else batch.stored_at(repeat(1), repeat(expires))
+        assert stored is not None
+        self._load_encoded(
+            batch, stored, repeat(expires), mode, lambda i, key, values, old: write(key, values, old, expires)
+        )
 
     def _load_kept(self, batch: RowBatch, mode: str, kept: Kept) -> None:
-        """:meth:`_load_batch` with each row at its kept version."""
+        """:meth:`_load_batch` with each row at its kept version and expiry."""
         if not self._encoded_fits(batch):
             super()._load_kept(batch.all_rows(), mode, kept)
             return
-        versions = kept.versions
+        versions, expiries = kept.versions, kept.expires
         self._load_encoded(
             batch,
-            batch.stored_at(versions),
+            batch.stored_at(versions, expiries),
+            expiries,
             mode,
-            lambda i, key, values, old: write_kept(self, key, values, versions[i], old, mode),
+            lambda i, key, values, old: write_kept(self, key, values, versions[i], expiries[i], old, mode),
         )
 
     def _encoded_fits(self, batch: RowBatch) -> bool:
@@ -111,44 +121,74 @@ class KvTable(TableBase):
         self,
         batch: RowBatch,
         stored: list[bytes],
+        expiries: Iterable[int | None],
         mode: str,
         write: Callable[[int, tuple[Any, ...], dict[str, Any], Stored], object],
     ) -> None:
-        """Put the encoded rows ``stored`` whose keys are new; ``write(i, key, values,
-        old)`` row ``i`` whose key exists (an insert fails whole first)."""
+        """Put the encoded rows ``stored`` (expiring as ``expiries`` says) whose keys
+        are new; ``write(i, key, values, old)`` row ``i`` whose key holds a live row
+        (an insert fails whole first)."""
         lay, buffer, keys = self._layout, self._buffer, batch.keys
-        olds = buffer.get_many(keys)
+        raws = buffer.get_many(keys)
+        olds = [None if raw is None else self._live(lay.decode_row(raw)) for raw in raws]
+        expired = [i for i, raw in enumerate(raws) if raw is not None and olds[i] is None]
+        if mode == "insert" and olds.count(None) != len(olds):  # fails whole, before any write
+            first = next(i for i, old in enumerate(olds) if old is not None)
+            raise self._exists_error(key_of(self.spec, batch.row(first)))
+        for i in expired:  # swept first, as a write that meets them does
+            self._remove(key_of(self.spec, batch.row(i)), lay.decode_row(raws[i]), expired=True)  # type: ignore[arg-type]
         events = self._events
+        prefix = len(lay.row_prefix)
         if olds.count(None) == len(olds):
             # Rows first: a load usually comes in key order, which the sort at commit uses.
             buffer.put_many(keys, stored)
             for entries in batch.entries:
                 buffer.put_many(entries, repeat(b""))
+            for key, expires in zip(keys, expiries):
+                if expires is None:
+                    break  # a load's rows all expire or none does
+                buffer.put(lay.expiry_key(expires, key[prefix:]), b"")
             if events is not None:
                 events.append(put_events(keys, stored))
             return
-        if mode == "insert":  # fails whole, before any write (see TableBase._load_batch)
-            first = next(i for i, old in enumerate(olds) if old is not None)
-            raise self._exists_error(key_of(self.spec, batch.row(first)))
-        for i, old in enumerate(olds):
+        for i, (old, expires) in enumerate(zip(olds, expiries)):
             if old is None:
                 buffer.put(keys[i], stored[i])
                 for entries in batch.entries:
                     buffer.put(entries[i], b"")
+                if expires is not None:
+                    buffer.put(lay.expiry_key(expires, keys[i][prefix:]), b"")
                 if events is not None:
                     events.append(put_event(keys[i], stored[i]))
             else:
                 values = batch.row(i)
-                write(i, key_of(self.spec, values), values, lay.decode_row(old))
+                write(i, key_of(self.spec, values), values, old)
 
-    def _remove(self, key: tuple[Any, ...], old: Stored) -> None:
+    def _remove(self, key: tuple[Any, ...], old: Stored, *, expired: bool = False) -> None:
         lay = self._layout
         enc = self._encoded(key)
         for column, prefix, encode in lay.indexes:
             self._buffer.remove(prefix + encode(old.values[column]) + enc)
+        if old.expires is not None:
+            self._buffer.remove(lay.expiry_key(old.expires, enc))
         self._buffer.remove(lay.row_prefix + enc)
         if self._events is not None:
-            self._events.append(delete_event(lay.row_prefix + enc))
+            self._events.append(delete_event(lay.row_prefix + enc, OP_EXPIRE if expired else OP_DELETE))
+
+    def sweep(self, now: int, limit: int) -> tuple[int, bool]:
+        """Remove up to ``limit`` rows expired by ``now``: how many were removed, and
+        whether there may be more."""
+        lay, n = self._layout, 0
+        found = self._scanner.expired(now, limit)
+        for enc, expires in found:
+            raw = self._buffer.get(lay.row_prefix + enc)
+            old = None if raw is None else lay.decode_row(raw)
+            if old is None or old.expires != expires:  # a stale entry: the row was rewritten
+                self._buffer.remove(lay.expiry_key(expires, enc))
+                continue
+            self._remove(key_of(self.spec, old.values), old, expired=True)
+            n += 1
+        return n, len(found) == limit
 
     def _scan(self, request: ScanRequest) -> Iterator[Stored]:
         return self._scanner.stream(request, Stored)

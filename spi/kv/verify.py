@@ -32,6 +32,15 @@ def verify_table(tx: KvTransaction, name: str) -> list[str]:
                 problems.append(
                     f"row {key_words(spec, key)}: index {column!r} has no entry for value {to_word(row.values[column])}"
                 )
+        if row.expires is not None and tx.get(lay.expiry_key(row.expires, k[n:])) is None:
+            problems.append(f"row {key_words(spec, key)}: its expiry has no entry (a sweep would miss it)")
+        if len(problems) >= PROBLEM_LIMIT:
+            return problems
+    start = len(lay.expiry_prefix)
+    for k, _ in tx.iterate(lay.expiry_prefix, prefix_successor(lay.expiry_prefix), False):
+        stored = tx.get(lay.row_prefix + k[start + 8 :])
+        if stored is None or lay.decode_row(stored).expires != int.from_bytes(k[start : start + 8], "big"):
+            problems.append(f"expiry entry {k[start:].hex()} does not match a row")
         if len(problems) >= PROBLEM_LIMIT:
             return problems
     for column in spec.indexes:
