@@ -23,8 +23,9 @@ from spi.load import run_load
 from spi.primitives import ColumnBatch
 from spi.protocols import Admin, Provider
 from spi.row import Page, Row
+from spi.scanning import merge_scans, transpose
 from spi.spec import TableSpec
-from spi.table import TableBase, merge_scans, transpose
+from spi.table import TableBase
 from spi.validate import check_batch_size, check_limit, check_projection
 
 if TYPE_CHECKING:

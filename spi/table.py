@@ -11,7 +11,6 @@ every provider gives the same answers to the same operations.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import time
 from abc import ABC, abstractmethod
@@ -26,10 +25,10 @@ from spi.load import LoadPreparer, run_load
 from spi.planner import check_order_by
 from spi.primitives import ColumnBatch, Kept, ScanRequest, Stored, sort_position
 from spi.row import Page, Row
+from spi.scanning import merge_scans, project, read_page, transpose
 from spi.spec import TableSpec, check_ttl
 from spi.textvalues import key_words
-from spi.tokens import ScanPosition, decode_token, encode_token
-from spi.types import FieldType, sort_key, validate_value, values_equal
+from spi.types import FieldType, validate_value, values_equal
 from spi.validate import (
     check_batch_size,
     check_limit,
@@ -41,11 +40,6 @@ from spi.validate import (
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-
-def _key_sort(spec: TableSpec) -> Callable[[Row], tuple[Any, ...]]:
-    cols = spec.primary_key
-    return lambda row: tuple(sort_key(row[c]) for c in cols)
 
 
 class TableBase(ABC):
@@ -494,7 +488,7 @@ class TableBase(ABC):
         if request.limit == 0:
             return iter(())
         rows = self._scan_rows(request)
-        return rows if proj is None else (_project(r, proj) for r in rows)
+        return rows if proj is None else (project(r, proj) for r in rows)
 
     def scan_batches(
         self,
@@ -545,32 +539,7 @@ class TableBase(ABC):
         n = check_limit(limit, required=True)
         assert n is not None
         request = self._request(range, where, order_by, descending, None, n + 1)
-        position = None
-        if after is not None:
-            position = decode_token(self.spec, after, order_by=request.order_by, descending=request.descending)
-        if n == 0:
-            keep = position or ScanPosition(request.order_by, request.descending, None)
-            return Page([], encode_token(self.spec, keep))
-        rows = list(
-            self._scan_rows(
-                ScanRequest(
-                    request.key_range,
-                    request.where,
-                    request.order_by,
-                    request.descending,
-                    None if position is None else position.last,
-                    n + 1,
-                )
-            )
-        )
-        page = rows[:n]
-        if proj is not None:
-            page = [_project(r, proj) for r in page]
-        if len(rows) <= n:
-            return Page(page, None)
-        last = sort_position(self.spec, rows[n - 1], request.order_by)
-        token = encode_token(self.spec, ScanPosition(request.order_by, request.descending, last))
-        return Page(page, token)
+        return read_page(self.spec, self._scan_rows, request, after, proj)
 
     def multi_scan(
         self,
@@ -606,54 +575,10 @@ class TableBase(ABC):
         return self._explain(request.key_range, request.where, request.order_by)
 
 
-def transpose(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> ColumnBatch:
-    """Rows as a :data:`ColumnBatch` of ``columns``."""
-    return {c: [row[c] for row in rows] for c in columns}
-
-
-def _project(row: Row, columns: tuple[str, ...]) -> Row:
-    projected = Row({}, row.version, row.expires_at)
-    projected._values = {c: row[c] for c in columns}
-    return projected
-
-
-def merge_scans(
-    spec: TableSpec,
-    scan: Callable[..., Iterator[Row]],
-    ranges: Sequence[Range],
-    *,
-    where: Expr | None,
-    limit: int | None,
-    columns: Iterable[str] | None,
-) -> Iterator[Row]:
-    """Merge per-range scans in key order, dropping rows seen in an earlier range."""
-    n = check_limit(limit)
-    cols = None if columns is None else list(columns)
-    if isinstance(ranges, Range):
-        raise InvalidFieldError("multi_scan takes a list of ranges")
-    streams = [scan(r, where=where, columns=cols) for r in ranges]
-    if n == 0:
-        return iter(())
-    key = _key_sort(spec)
-
-    def merged() -> Iterator[Row]:
-        previous = None
-        for row in heapq.merge(*streams, key=key):
-            k = key(row)
-            if k != previous:
-                previous = k
-                yield row
-
-    out = merged()
-    return out if n is None else itertools.islice(out, n)
-
-
 __all__ = [
     "ColumnBatch",  # defined in spi.primitives, re-exported for providers written against spi.table
     "ScanRequest",
     "Stored",
     "TableBase",
-    "merge_scans",
     "sort_position",
-    "transpose",
 ]

@@ -19,7 +19,7 @@ from typing import Any
 import spi
 from kvctl.errors import CliError
 from kvctl.output import OutputFormat, RowPrinter
-from spi.table import transpose
+from spi.scanning import transpose
 
 FORMATS = ("csv", "ndjson", "parquet")
 """The export formats, by their file suffix."""
