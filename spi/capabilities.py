@@ -31,6 +31,9 @@ class Capability(StrEnum):
     """Committed data survives closing the provider and opening the URL again."""
     SQL = "sql"
     """The rows are ordinary SQL tables that other SQL tools can read."""
+    EXPIRY = "expiry"
+    """Specs may say ``ttl=``, writes and loads take ``ttl=``, rows carry
+    ``expires_at``, ``admin.sweep`` removes expired rows (SPI.md: expiry)."""
     CHANGES = "changes"
     """Specs may say ``changes=True``: ``revision``, ``changes``, ``watch`` and
     ``compact`` serve the tables' change feeds (:mod:`spi.changes`)."""

@@ -116,6 +116,7 @@ class MemoryProvider(KvProvider):
             Capability.VERIFY,
             Capability.THREADS,
             Capability.CHANGES,
+            Capability.EXPIRY,
         }
     )
 

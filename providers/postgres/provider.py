@@ -33,6 +33,7 @@ class PostgresProvider(ProviderBase):
             Capability.DURABLE,
             Capability.SQL,
             Capability.CHANGES,
+            Capability.EXPIRY,
         }
     )
 

@@ -198,6 +198,7 @@ class RocksDBProvider(KvProvider):
             Capability.PROCESSES,
             Capability.DURABLE,
             Capability.CHANGES,
+            Capability.EXPIRY,
         }
     )
 

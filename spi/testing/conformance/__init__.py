@@ -3,13 +3,15 @@ area, each a mixin class a provider may also run alone (with :class:`Conformance
 
 Groups that need more than the core contract are gated by capability
 (:mod:`spi.testing.requirements`): threads, processes, durability, verify and the
-change-feed groups (changes, watch, change processes, change durability).
+change-feed groups (changes, watch, change processes, change durability), and
+expiry (expiry, expiry with a change feed).
 """
 
 from spi.testing.conformance.admin import AdminTests
 from spi.testing.conformance.base import ConformanceBase
 from spi.testing.conformance.changes import ChangeTests
 from spi.testing.conformance.copies import CopyTests
+from spi.testing.conformance.expiry import ExpiryChangeTests, ExpiryTests
 from spi.testing.conformance.filters import FilterTests
 from spi.testing.conformance.indexes import IndexTests
 from spi.testing.conformance.limits import LimitTests
@@ -45,6 +47,8 @@ class ConformanceTests(
     WatchTests,
     ChangeProcessTests,
     ChangeDurabilityTests,
+    ExpiryTests,
+    ExpiryChangeTests,
     ConformanceBase,
 ):
     """Every group; subclass it and define the ``provider_factory`` fixture."""
@@ -58,6 +62,8 @@ __all__ = [
     "ConformanceBase",
     "ConformanceTests",
     "CopyTests",
+    "ExpiryChangeTests",
+    "ExpiryTests",
     "DurabilityTests",
     "FilterTests",
     "IndexTests",
