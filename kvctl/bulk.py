@@ -86,10 +86,13 @@ def load(
     batch_size: int,
     source: str,
     progress: Callable[[int], None] | None = None,
+    ttl: int | float | None = None,
 ) -> int:
-    """Pass 2: load the spooled rows in batches; errors say how many rows were written."""
+    """Pass 2: load the spooled rows in batches (expiring after ``ttl`` seconds, None:
+    the table's ttl); errors say how many rows were written."""
+    rows = (row for _, row in spool.entries())
     try:
-        return int(table.load((row for _, row in spool.entries()), mode=mode, batch_size=batch_size, progress=progress))
+        return int(table.load(rows, mode=mode, batch_size=batch_size, progress=progress, ttl=ttl))
     except spi.KvError as exc:
         written = exc.rows_written or 0
         line = None if exc.row_index is None else spool.line_of(exc.row_index)

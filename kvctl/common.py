@@ -24,6 +24,25 @@ def open_table(ctx: typer.Context, name: str, *, create: bool) -> tuple[Any, spi
     return handle, handle.spec  # the handle's read path: no transaction
 
 
+def ttl_seconds(ctx: typer.Context, text: str | None) -> int | float | None:
+    """``--ttl DURATION`` → seconds (None when not given); bad input (exit 2) when the
+    duration is not positive or the provider cannot expire rows."""
+    if text is None:
+        return None
+    from kvctl.durations import parse_ttl
+
+    seconds = parse_ttl(text)
+    check_expiry(ctx)
+    return seconds
+
+
+def check_expiry(ctx: typer.Context) -> None:
+    """Bad input (exit 2) unless the provider can expire rows."""
+    provider = get_state(ctx).provider(create=True)
+    if spi.Capability.EXPIRY not in provider.capabilities:
+        raise CliError(f"the provider at {provider.url} cannot expire rows: a ttl is not available there")
+
+
 def parse_columns(spec: spi.TableSpec, text: str | None) -> list[str] | None:
     """``--columns a,b`` → checked column names (None: every column)."""
     if text is None:

@@ -22,3 +22,20 @@ def parse_duration(text: str, option: str) -> float:
     if not math.isfinite(seconds):
         raise CliError(f"{option} is too long: {text!r}")
     return seconds
+
+
+def parse_ttl(text: str, option: str = "--ttl") -> int | float:
+    """The seconds of a row expiry given as a duration; zero is bad input (exit 2)."""
+    seconds = parse_duration(text, option)
+    if seconds <= 0:
+        raise CliError(f"{option} must be a positive duration such as 90s, 15m, 2h or 7d, got {text!r}")
+    return int(seconds) if seconds.is_integer() else seconds
+
+
+def describe_seconds(seconds: float) -> str:
+    """``seconds`` in the largest unit that divides it: ``90s``, ``15m``, ``2h``, ``7d``."""
+    for unit in ("d", "h", "m"):
+        size = _UNITS[unit]
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"

@@ -63,3 +63,7 @@ Columns = Annotated[
 Column = Annotated[str, typer.Option("--column", help="The column.", autocompletion=complete_column)]
 IfVersion = Annotated[int | None, typer.Option("--if-version", help="Only if the row is at this version.")]
 Yes = Annotated[bool, typer.Option("--yes", help="Confirm a destructive command.")]
+Ttl = Annotated[
+    str | None,
+    typer.Option("--ttl", help="Rows written expire this long after the write: 90s, 15m, 2h, 7d.", show_default=False),
+]

@@ -23,6 +23,10 @@ from spi.errors import InvalidFieldError, KvError, SchemaError
 from spi.keys import KeyLike, normalize_key, normalize_prefix
 from spi.spec import TableSpec
 
+DEFAULT_RETENTION = 7 * 24 * 3600.0
+"""Seconds a provider keeps change-feed events by default (``?changes_retention=``;
+0 keeps them until ``compact``)."""
+
 PUT = "put"
 """A row was inserted or changed: ``row`` is the whole row after the write."""
 DELETE = "delete"

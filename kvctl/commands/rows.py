@@ -8,7 +8,7 @@ import typer
 
 import spi
 from kvctl import options
-from kvctl.common import json_object, open_table, parse_columns, parse_where, typed_values
+from kvctl.common import json_object, open_table, parse_columns, parse_where, ttl_seconds, typed_values
 from kvctl.completion import complete_column_word
 from kvctl.errors import CliError, NotDone
 from kvctl.groups import Command
@@ -32,43 +32,49 @@ def put(
     if_absent: Annotated[bool, typer.Option("--if-absent", help="Only insert; exit 1 if the key exists.")] = False,
     if_version: options.IfVersion = None,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite the whole row (unset columns: null).")] = False,
+    ttl: options.Ttl = None,
     output: options.Output = None,
 ) -> None:
     """Write one row (prints its new version) or load a file (prints rows loaded).
 
     A plain put merges the given columns into an existing row. --if-version N merges
-    only if the row is at version N (with --replace: replaces only then).
+    only if the row is at version N (with --replace: replaces only then). --ttl
+    gives the rows written an expiry (default: the table's ttl, if any).
     """
     if (row_json is None) == (file is None):
         raise CliError("give either ROW_JSON or --file PATH (- for stdin)")
     if file is not None:
         if if_absent or replace or if_version is not None:
             raise CliError("--if-absent, --if-version and --replace apply to a single row, not to --file")
-        return _put_file(ctx, table, file, format, mode, batch_size)
+        return _put_file(ctx, table, file, format, mode, batch_size, ttl)
     if format is not None or mode != "upsert" or batch_size != 10_000:
         raise CliError("--format, --mode and --batch-size apply to --file")
     if if_absent and (replace or if_version is not None):
         raise CliError("--if-absent cannot be combined with --replace or --if-version")
+    seconds = ttl_seconds(ctx, ttl)
     handle, spec = open_table(ctx, table, create=True)
     row = validate_row(spec, typed_values(spec, json_object(row_json or "", "ROW_JSON"), "ROW_JSON"))
     if if_absent:
-        version = handle.insert(row)
+        version = handle.insert(row, ttl=seconds)
     elif replace:
-        version = handle.replace(row, version=if_version)
+        version = handle.replace(row, version=if_version, ttl=seconds)
     elif if_version is not None:
         key = {c: row[c] for c in spec.primary_key}
-        version = handle.update(key, {c: v for c, v in row.items() if c not in key}, version=if_version)
+        version = handle.update(key, {c: v for c, v in row.items() if c not in key}, version=if_version, ttl=seconds)
     else:
-        version = handle.upsert(row)
+        version = handle.upsert(row, ttl=seconds)
     print_value(version)
 
 
-def _put_file(ctx: typer.Context, table: str, path: str, fmt: str | None, mode: str, batch_size: int) -> None:
+def _put_file(
+    ctx: typer.Context, table: str, path: str, fmt: str | None, mode: str, batch_size: int, ttl: str | None
+) -> None:
     from kvctl import bulk  # the file readers and the spool: only put --file needs them
 
     if mode not in ("upsert", "insert", "replace"):
         raise CliError(f"--mode must be upsert, insert or replace, not {mode!r}")
     bulk.check_batch_size(batch_size)
+    seconds = ttl_seconds(ctx, ttl)
     handle, spec = open_table(ctx, table, create=True)
     spool = bulk.check(spec, path, fmt)
     try:
@@ -81,6 +87,7 @@ def _put_file(ctx: typer.Context, table: str, path: str, fmt: str | None, mode: 
                 batch_size=batch_size,
                 source="stdin" if path == "-" else path,
                 progress=update,
+                ttl=seconds,
             )
         finally:
             finish()

@@ -8,10 +8,12 @@ from typing import Annotated
 import typer
 
 from kvctl import options, specs
+from kvctl.common import check_expiry, ttl_seconds
 from kvctl.completion import complete_column
+from kvctl.durations import describe_seconds
 from kvctl.errors import CliError, NotDone
 from kvctl.groups import Command, sub_app
-from kvctl.output import OutputFormat, print_document, print_rows
+from kvctl.output import OutputFormat, print_document, print_rows, print_value
 from kvctl.state import get_state
 from spi.capabilities import Capability
 
@@ -29,6 +31,7 @@ def create(
     pk: Annotated[str | None, typer.Option("--pk", help="Key columns in order: a,b.")] = None,
     index: Annotated[list[str] | None, typer.Option("--index", help="Indexed column (repeat).")] = None,
     changes: Annotated[bool, typer.Option("--changes", help="Record a change feed (kvctl watch, changes).")] = False,
+    ttl: options.Ttl = None,
 ) -> None:
     """Create a table (exit 1 if it exists)."""
     if spec is not None and (field or pk is not None or index):
@@ -36,6 +39,10 @@ def create(
     table_spec = specs.read_spec_file(spec, name) if spec else specs.from_options(name, field or [], pk, index or [])
     if changes:
         table_spec = table_spec.with_changes(True)
+    if ttl is not None:
+        table_spec = table_spec.with_ttl(ttl_seconds(ctx, ttl))
+    elif table_spec.ttl is not None:
+        check_expiry(ctx)
     get_state(ctx).provider(create=True).admin.create(table_spec)
     print(f"created table {name!r}", file=sys.stderr)
 
@@ -75,6 +82,8 @@ def describe(
         for f in spec.fields
     )
     print_rows(fmt, ["column", "type", "key", "indexed"], rows)
+    ttl = "none" if spec.ttl is None else describe_seconds(spec.ttl)
+    print(f"change feed: {'on' if spec.changes else 'off'} · ttl: {ttl}", file=sys.stderr)
 
 
 @app.command(cls=Command)
@@ -92,21 +101,36 @@ def alter(
     changes: Annotated[
         bool | None, typer.Option("--changes/--no-changes", help="Start or stop recording a change feed.")
     ] = None,
+    ttl: Annotated[
+        str | None,
+        typer.Option(
+            "--ttl",
+            help="Rows written from now on expire this long after each write (90s, 15m, 2h, 7d); none: never.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Apply a compatible change: add columns, add or drop indexes, widen int→long,
-    float→double, turn the change feed on or off."""
-    edits = bool(add_field or add_index or drop_index) or changes is not None
+    float→double, turn the change feed on or off, set or clear the rows' ttl (rows
+    already written keep their expiry)."""
+    edits = bool(add_field or add_index or drop_index) or changes is not None or ttl is not None
+    flags = "--add-field/--add-index/--drop-index/--changes/--ttl"
     if spec is not None and edits:
-        raise CliError("give either --spec FILE or --add-field/--add-index/--drop-index/--changes, not both")
+        raise CliError(f"give either --spec FILE or {flags}, not both")
     if spec is None and not edits:
-        raise CliError("nothing to change: give --spec FILE or --add-field/--add-index/--drop-index/--changes")
+        raise CliError(f"nothing to change: give --spec FILE or {flags}")
+    seconds = None if ttl is None or ttl.strip().lower() == "none" else ttl_seconds(ctx, ttl)
     admin = get_state(ctx).provider(create=True).admin
     if spec is not None:
         new = specs.read_spec_file(spec, name)
+        if new.ttl is not None:
+            check_expiry(ctx)
     else:
         new = specs.altered(admin.get_spec(name), add_field or [], add_index or [], drop_index or [])
         if changes is not None:
             new = new.with_changes(changes)
+        if ttl is not None:
+            new = new.with_ttl(seconds)
     admin.create_or_update(new)
     print(f"altered table {name!r}", file=sys.stderr)
 
@@ -122,6 +146,19 @@ def verify(ctx: typer.Context, name: options.Table, output: options.Output = Non
         print_rows(get_state(ctx).output_format(output), ["problem"], ({"problem": p} for p in problems))
         raise NotDone(f"table {name!r}: {len(problems)} problem(s) found")
     print(f"table {name!r} is consistent", file=sys.stderr)
+
+
+@app.command(cls=Command)
+def sweep(ctx: typer.Context, name: options.Table) -> None:
+    """Remove the table's expired rows now; prints how many were removed.
+
+    Expired rows are never shown (they are gone at once); a sweep frees their space
+    and records their expire events on a change-fed table. Providers also sweep in
+    the background while a store is open, and writes sweep the rows they meet.
+    """
+    provider = get_state(ctx).provider(create=True)
+    check_expiry(ctx)
+    print_value(provider.admin.sweep(name))
 
 
 @app.command(cls=Command)

@@ -10,10 +10,11 @@ from urllib.parse import urlsplit
 from sortedcontainers import SortedDict
 
 from spi.capabilities import Capability
+from spi.changes import DEFAULT_RETENTION
 from spi.errors import UrlError
 from spi.kv import KvProvider, OrderedStore, StoreSession
-from spi.kv.feed import DEFAULT_RETENTION
 from spi.locking import ExclusiveLock
+from spi.sweeper import DEFAULT_SWEEP_INTERVAL
 from spi.urloptions import UrlOptions
 
 DEFAULT_BUSY_TIMEOUT = 30.0
@@ -106,7 +107,8 @@ class MemoryProvider(KvProvider):
     URL options: ``?busy_timeout=SECONDS`` (default 30) bounds how long a
     transaction waits for another thread's transaction to finish;
     ``?changes_retention=SECONDS`` (default 7 days, 0: until compacted) how long
-    change-feed events are kept.
+    change-feed events are kept; ``?sweep_interval=SECONDS`` (default 60, 0: never)
+    how often the provider sweeps expired rows in the background.
     """
 
     capabilities: frozenset[str] = frozenset(
@@ -130,8 +132,9 @@ class MemoryProvider(KvProvider):
         options = UrlOptions.parse(parts.query, "memory://")
         timeout = options.seconds("busy_timeout", DEFAULT_BUSY_TIMEOUT)
         retention = options.seconds("changes_retention", DEFAULT_RETENTION)
+        sweep_interval = options.seconds("sweep_interval", DEFAULT_SWEEP_INTERVAL)
         options.finish()
-        return cls(url, MemoryStore(timeout), changes_retention=retention)
+        return cls(url, MemoryStore(timeout), changes_retention=retention, sweep_interval=sweep_interval)
 
     @property
     def store_id(self) -> str:

@@ -224,14 +224,42 @@ def watch(
 def compact(db: PgDatabase, through: int) -> None:
     """Forget the events with revision <= ``through`` (at most the current revision)."""
     check_revision(through, "revision")
-    changes_table, counter = feed_tables(db.schema)
     with begin(db, isolation="READ COMMITTED") as tx:
         current, compacted = _counter(tx, db)
         if through > current:
             raise InvalidFieldError(f"cannot compact through revision {through}: the store is at revision {current}")
-        if through > compacted:
-            tx.execute(sa.delete(changes_table).where(changes_table.c.revision <= through))
-            tx.execute(sa.update(counter).where(counter.c.id == 1).values(compacted=through))
+        _forget_through(tx, db, through, compacted)
 
 
-__all__ = ["changes", "compact", "revision", "watch"]
+def apply_retention(db: PgDatabase, retention: float) -> None:
+    """Forget the events committed more than ``retention`` seconds ago (server clock;
+    0: keep them until compacted): the background sweep runs this."""
+    if retention <= 0:
+        return
+    changes_table, _ = feed_tables(db.schema)
+    with begin(db, isolation="READ COMMITTED") as tx:
+        current, compacted = _counter(tx, db)
+        if current == 0:
+            return
+        cutoff = sa.func.statement_timestamp() - sa.func.make_interval(0, 0, 0, 0, 0, 0, retention)
+        newest_old = (
+            sa.select(changes_table.c.revision)
+            .where(changes_table.c.time < cutoff)
+            .order_by(changes_table.c.time.desc())
+            .limit(1)
+        )
+        found = tx.execute(newest_old).scalar()
+        if found is not None:
+            _forget_through(tx, db, int(found), compacted)
+
+
+def _forget_through(tx: PgTransaction, db: PgDatabase, through: int, compacted: int) -> None:
+    """Delete the events with revision <= ``through`` and record the new compaction
+    point (nothing when the feed is compacted that far already)."""
+    changes_table, counter = feed_tables(db.schema)
+    if through > compacted:
+        tx.execute(sa.delete(changes_table).where(changes_table.c.revision <= through))
+        tx.execute(sa.update(counter).where(counter.c.id == 1).values(compacted=through))
+
+
+__all__ = ["apply_retention", "changes", "compact", "revision", "watch"]

@@ -26,7 +26,7 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 
-from providers.postgres.schema import derived_name, quoted
+from providers.postgres.schema import derived_name, qualified, quoted
 from providers.postgres.session import PgSession
 from spi.codec import encode_key
 from spi.spec import TableSpec
@@ -80,6 +80,9 @@ def ensure_feed(tx: PgSession, schema: str) -> None:
     tx.execute(sa.schema.CreateTable(changes, if_not_exists=True))
     tx.execute(sa.schema.CreateTable(revision, if_not_exists=True))
     tx.execute(pg.insert(revision).values(id=1, revision=0, compacted=0).on_conflict_do_nothing())
+    # Retention finds the newest event older than its cutoff with one probe of this index.
+    index = qualified(tx.dialect, derived_name("kv_changes_time", schema))
+    tx.execute(sa.text(f"CREATE INDEX IF NOT EXISTS {index} ON {qualified(tx.dialect, schema, CHANGES)} (time)"))
 
 
 def put_event(spec: TableSpec, key: tuple[Any, ...], values: dict[str, Any], version: int) -> Event:

@@ -16,6 +16,7 @@ from spi.changes import Change
 from spi.errors import ConflictError
 from spi.keys import KeyLike
 from spi.provider import ProviderBase, TransactionBase
+from spi.sweeper import BackgroundSweeper
 
 T = TypeVar("T")
 
@@ -43,6 +44,8 @@ class PostgresProvider(ProviderBase):
         self._store_id = settings.store_id
         self._db = PgDatabase(settings, secret, create=create)
         self._admin = PgAdmin(self._db)
+        self._retention = settings.changes_retention
+        self._sweeper = BackgroundSweeper(self.sweep_expired, settings.sweep_interval)
 
     @property
     def store_id(self) -> str:
@@ -74,6 +77,7 @@ class PostgresProvider(ProviderBase):
     ) -> PgTransaction:
         """A new SERIALIZABLE transaction (or ``isolation``, ``read_only``); ``exclusive``
         first waits for the schema's retry lock."""
+        self._sweeper.start()
         return begin(self._db, isolation=isolation, exclusive=exclusive, read_only=read_only)
 
     def run(self, fn: Callable[[TransactionBase], T], retries: int = 10) -> T:
@@ -95,6 +99,7 @@ class PostgresProvider(ProviderBase):
 
     def table(self, name: str) -> PgAutoCommitTable:
         """An auto-commit handle (point reads take a single round trip)."""
+        self._sweeper.start()
         return PgAutoCommitTable(self, name, self._db)
 
     def revision(self) -> int:
@@ -129,6 +134,14 @@ class PostgresProvider(ProviderBase):
         """Forget the events with revision <= ``revision``."""
         feed_reads.compact(self._db, revision)
 
+    def sweep_expired(self) -> int:
+        """Sweep every table's expired rows, then forget the change-feed events older
+        than ``?changes_retention`` (what the background sweep runs)."""
+        removed = super().sweep_expired()
+        feed_reads.apply_retention(self._db, self._retention)
+        return removed
+
     def close(self) -> None:
         """Close the held connections and dispose of the connection pools."""
+        self._sweeper.stop()
         self._db.close()

@@ -7,8 +7,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from spi.changes import DEFAULT_RETENTION
 from spi.errors import UrlError
 from spi.registry import mask_password
+from spi.sweeper import DEFAULT_SWEEP_INTERVAL
 from spi.urloptions import UrlOptions
 
 DEFAULT_SCHEMA = "kvctl"
@@ -44,6 +46,10 @@ class PgSettings:
     """The libpq options of the URL (timeouts, TLS, ``options``...), without kvctl's session settings."""
     connect_timeout: int = 0
     """libpq's ``connect_timeout``: whole seconds, 0 for no limit."""
+    sweep_interval: float = DEFAULT_SWEEP_INTERVAL
+    """Seconds between background sweeps of expired rows (0: none)."""
+    changes_retention: float = DEFAULT_RETENTION
+    """Seconds change-feed events are kept (0: until compacted)."""
 
     @property
     def store_id(self) -> str:
@@ -92,6 +98,8 @@ def parse_url(url: str) -> PgSettings:
     pool = {option: options.count(option, default) for option, default in _POOL_OPTIONS.items()}
     connect_timeout = _libpq_seconds(options.seconds("connect_timeout", CONNECT_TIMEOUT))
     statement_timeout = options.seconds("statement_timeout", None)
+    sweep_interval = options.seconds("sweep_interval", DEFAULT_SWEEP_INTERVAL)
+    retention = options.seconds("changes_retention", DEFAULT_RETENTION)
     libpq: dict[str, Any] = {"application_name": "kvctl", **KEEPALIVES, **options.rest()}
     libpq["connect_timeout"] = connect_timeout
     if statement_timeout is not None:
@@ -100,7 +108,9 @@ def parse_url(url: str) -> PgSettings:
         libpq["options"] = f"{libpq.get('options', '')} -c statement_timeout={milliseconds}".strip()
     session = f"{libpq.get('options', '')} -c timezone=UTC -c default_transaction_isolation=serializable".strip()
     connect_args = {**libpq, "options": session}
-    return PgSettings(parsed.set(query={}), schema, masked, pool, connect_args, libpq, connect_timeout)
+    return PgSettings(
+        parsed.set(query={}), schema, masked, pool, connect_args, libpq, connect_timeout, sweep_interval, retention
+    )
 
 
 def _libpq_seconds(seconds: float) -> int:

@@ -186,7 +186,8 @@ class RocksDBProvider(KvProvider):
     ``?sync=true`` fsyncs the write-ahead log on every commit (default false:
     commits survive a killed process, the last ones may be lost on power loss);
     ``?changes_retention=SECONDS`` (default 7 days, 0: until compacted) how long
-    change-feed events are kept.
+    change-feed events are kept; ``?sweep_interval=SECONDS`` (default 60, 0: never)
+    how often an open provider sweeps expired rows in the background.
     """
 
     capabilities: frozenset[str] = frozenset(
@@ -216,10 +217,15 @@ class RocksDBProvider(KvProvider):
         if not create and not os.path.isfile(os.path.join(path, "CURRENT")):
             what = "is not a RocksDB database" if os.path.isdir(path) else "does not exist"
             raise UrlError(f"rocksdb database {path} {what} (check the path; nothing was created)")
-        return cls(url, RocksStore(options), changes_retention=options.changes_retention)
+        return cls(
+            url,
+            RocksStore(options),
+            changes_retention=options.changes_retention,
+            sweep_interval=options.sweep_interval,
+        )
 
-    def __init__(self, url: str, store: RocksStore, *, changes_retention: float) -> None:
-        super().__init__(url, store, changes_retention=changes_retention)
+    def __init__(self, url: str, store: RocksStore, *, changes_retention: float, sweep_interval: float) -> None:
+        super().__init__(url, store, changes_retention=changes_retention, sweep_interval=sweep_interval)
         self._path = os.path.realpath(store.options.path)
 
     @property

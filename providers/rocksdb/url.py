@@ -6,8 +6,9 @@ import os
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
+from spi.changes import DEFAULT_RETENTION
 from spi.errors import UrlError
-from spi.kv.feed import DEFAULT_RETENTION
+from spi.sweeper import DEFAULT_SWEEP_INTERVAL
 from spi.urloptions import UrlOptions
 
 DEFAULT_BUSY_TIMEOUT = 5.0
@@ -21,11 +22,13 @@ class RocksUrl:
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     sync: bool = False
     changes_retention: float = DEFAULT_RETENTION
+    sweep_interval: float = DEFAULT_SWEEP_INTERVAL
 
 
 def parse_url(url: str) -> RocksUrl:
     """Parse ``rocksdb:///abs/path`` or ``rocksdb:relative/path`` (relative to the
-    current directory) with options ``?busy_timeout=SECONDS&sync=true|false&changes_retention=SECONDS``."""
+    current directory) with options ``?busy_timeout=SECONDS&sync=true|false&changes_retention=SECONDS``
+    ``&sweep_interval=SECONDS``."""
     try:
         parts = urlsplit(url)
     except ValueError as exc:
@@ -46,5 +49,6 @@ def parse_url(url: str) -> RocksUrl:
     timeout = options.seconds("busy_timeout", DEFAULT_BUSY_TIMEOUT)
     sync = options.flag("sync", False)
     retention = options.seconds("changes_retention", DEFAULT_RETENTION)
+    sweep_interval = options.seconds("sweep_interval", DEFAULT_SWEEP_INTERVAL)
     options.finish()
-    return RocksUrl(path, timeout, sync, retention)
+    return RocksUrl(path, timeout, sync, retention, sweep_interval)

@@ -29,6 +29,7 @@ import time
 from array import array
 from itertools import repeat
 
+from spi.changes import DEFAULT_RETENTION
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import COMPACTED, EVENTS, REVISION, pack, unpack
 
@@ -40,9 +41,6 @@ _ONE = struct.Struct("<BII")  # the op and lengths of a page of one event
 
 PAGE = 1000
 """Events per stored page."""
-DEFAULT_RETENTION = 7 * 24 * 3600.0
-"""Seconds events are kept by default (``?changes_retention=``; 0 keeps them until
-``compact``)."""
 
 OP_PUT, OP_DELETE, OP_EXPIRE = 0, 1, 2
 """Stored event operations: positions in :data:`spi.changes.OPS`."""
@@ -250,7 +248,6 @@ def _trim(buffer: WriteBuffer, cutoff: int, newest: int) -> None:
 
 
 __all__ = [
-    "DEFAULT_RETENTION",
     "PAGE",
     "Events",
     "FeedSettings",

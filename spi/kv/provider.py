@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from spi.changes import Change
+from spi.changes import DEFAULT_RETENTION, Change
 from spi.errors import KvError
 from spi.keys import KeyLike
 from spi.kv import changes as feed_reads
 from spi.kv.admin import KvAdmin
 from spi.kv.autocommit import KvAutoCommitTable
-from spi.kv.feed import DEFAULT_RETENTION, FeedSettings
+from spi.kv.feed import FeedSettings
 from spi.kv.layout import LayoutCache
 from spi.kv.store import OrderedStore, StoreSession
 from spi.kv.transaction import KvTransaction
