@@ -7,8 +7,10 @@ An event prints as one JSON object (CLI.md): ``{"revision", "table", "op", "key"
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,28 +77,50 @@ def watch_row(
     ctx: typer.Context, table: str, words: list[str], columns: str | None, versions: bool, timeout: str | None
 ) -> None:
     """``get TABLE KEY... --watch``: the row, then the row after each change (null:
-    gone), each printed only when it differs from the one before."""
+    gone), each printed only when it differs from the one before. A row that expires
+    prints null at its expiry, without waiting for a sweep's event."""
     wait = None if timeout is None else parse_duration(timeout, "--timeout")
     provider = get_state(ctx).provider(create=False)
     spec = fed_spec(provider, table)
     cols = parse_columns(spec, columns)
     shape = check_projection(spec, cols)  # what read(columns=...) returns: the columns and the key
     key = parse_key(spec, words)
+    handle = provider.table(table)
     since = provider.revision()  # first: a write after it is an event, even if the read sees it too
-    row = provider.table(table).read(key, columns=cols)
+    row = handle.read(key, columns=cols)
     shown = None if row is None else (row.to_dict(), row.version)
+    expires = None if row is None else row.expires_at
 
     def states() -> Iterator[Any]:
-        nonlocal shown
+        nonlocal shown, since, expires
         if shown is not None:
             yield _shown(shown, versions)
-        for event in provider.watch(table, key=key, since=since, timeout=wait):
-            now = None
-            if event.row is not None and event.version is not None:
-                now = (event.row if shape is None else {c: event.row[c] for c in shape}, event.version)
-            if now != shown:
-                shown = now
-                yield None if now is None else _shown(now, versions)
+        last_change = time.monotonic()
+        while True:
+            # Watch until the user's --timeout, or the shown row's expiry if sooner.
+            left = None if wait is None else max(0.0, last_change + wait - time.monotonic())
+            if expires is not None:
+                to_expiry = max(0.0, (expires - dt.datetime.now(dt.UTC)).total_seconds()) + 0.01
+                left = to_expiry if left is None else min(left, to_expiry)
+            for event in provider.watch(table, key=key, since=since, timeout=left):
+                since, last_change = event.revision, time.monotonic()
+                now = None
+                if event.row is not None and event.version is not None:
+                    now = (event.row if shape is None else {c: event.row[c] for c in shape}, event.version)
+                    current = handle.read(key)  # events carry no expiry: the row does
+                    expires = None if current is None or current.version != event.version else current.expires_at
+                else:
+                    expires = None
+                if now != shown:
+                    shown = now
+                    yield None if now is None else _shown(now, versions)
+            if expires is not None and expires <= dt.datetime.now(dt.UTC):
+                expires, last_change = None, time.monotonic()
+                if shown is not None:
+                    shown = None
+                    yield None
+            elif wait is not None and time.monotonic() - last_change >= wait:
+                return
 
     stream(states())
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_support import Kvctl, assert_one_error, provider_url
+from cli_support import Kvctl, assert_one_error, provider_url, run_process
 
 import spi
 from kvctl.durations import describe_seconds, parse_ttl
@@ -91,3 +91,14 @@ def test_copy_carries_each_rows_expiry(tmp_path: Path) -> None:
     with spi.connect(dst) as p:
         assert {r["k"]: (r.version, r.expires_at) for r in p.table("s").scan()} == want
     assert want["a"][1] is not None
+
+
+def test_get_watch_prints_null_when_the_row_expires(tmp_path: Path) -> None:
+    url = f"rocksdb://{tmp_path}/db"
+    assert run_process("--url", url, "table", "create", "s", "--field", "k:string", "--pk", "k", "--changes").code == 0
+    assert run_process("--url", url, "put", "s", '{"k": "a"}', "--ttl", "1s").code == 0
+    started = time.monotonic()
+    res = run_process("--url", url, "get", "s", "k=a", "--watch", "--timeout", "1s")
+    assert res.code == 0, res
+    assert [json.loads(line) for line in res.lines()] == [{"k": "a"}, None]
+    assert time.monotonic() - started < 5  # at the expiry, then one quiet second: no sweep waited for

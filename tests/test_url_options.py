@@ -43,7 +43,8 @@ def test_bad_options_are_url_errors(provider: str, query: str, message: str, tmp
 
 def test_unknown_option_names_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(
-        spi.UrlError, match=r"unknown rocksdb URL option\(s\): bogus \(known: busy_timeout, sync, changes_retention, sweep_interval\)"
+        spi.UrlError,
+        match=r"unknown rocksdb URL option\(s\): bogus \(known: busy_timeout, sync, changes_retention, sweep_interval\)",
     ):
         spi.connect(f"rocksdb://{tmp_path}/db?bogus=1&sync=on")
 
