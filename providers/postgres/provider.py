@@ -127,7 +127,9 @@ class PostgresProvider(ProviderBase):
         since: int | None = None,
         timeout: float | None = None,
     ) -> Iterator[Change]:
-        """Recorded, then live events of ``table`` (LISTEN/NOTIFY, and a read every second)."""
+        """Recorded, then live events of ``table`` (LISTEN/NOTIFY, and a read every
+        second); a watching provider sweeps in the background too, so expiries reach it."""
+        self._sweeper.start()
         return feed_reads.watch(self._db, table, key, prefix, since, timeout)
 
     def compact(self, revision: int) -> None:

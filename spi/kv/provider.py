@@ -90,7 +90,9 @@ class KvProvider(ProviderBase):
         since: int | None = None,
         timeout: float | None = None,
     ) -> Iterator[Change]:
-        """Recorded, then live events of ``table`` (see :mod:`spi.kv.changes`)."""
+        """Recorded, then live events of ``table`` (see :mod:`spi.kv.changes`); a
+        watching provider sweeps in the background too, so expiries reach it."""
+        self._sweeper.start()
         return feed_reads.watch(self._brief_session, self.layouts, self._store, table, key, prefix, since, timeout)
 
     def compact(self, revision: int) -> None:
