@@ -171,7 +171,7 @@ def test_drop_removes_every_key(url: str, tmp_path: Path) -> None:
         data_keys = [k for k in db.keys(from_key=DATA) if k.startswith(DATA)]
     finally:
         db.close()
-    assert len(data_keys) == 1  # only the row of "keep"
+    assert len(data_keys) == 2  # only the row of "keep" and its row counter
 
 
 def test_verify_reports_real_corruption(url: str, tmp_path: Path) -> None:
@@ -188,15 +188,29 @@ def test_verify_reports_real_corruption(url: str, tmp_path: Path) -> None:
         db.put(prefix + encode_nullable(FieldType.STRING, "t1") + encode_key((FieldType.LONG,), (999,)), b"")
         db.put(prefix + encode_nullable(FieldType.STRING, "zz") + encode_key((FieldType.LONG,), (3,)), b"")
         db.put(row_keys[2], b"\xc1 not msgpack")  # an undecodable row
+        db.delete(row_keys[5])  # a row gone behind the counter's back (its index entry stays)
+        ttl_row = row_keys[6]
+    finally:
+        db.close()
+    with spi.connect(url) as p:
+        p.table("acct").upsert({"k": 6, "bal": 6, "tag": "t6"}, ttl=3600)
+    db = _raw(str(tmp_path / "db"))
+    try:
+        expiry = [k for k in db.keys(from_key=DATA) if k[5:6] == b"\x02"]
+        assert len(expiry) == 1 and expiry[0].endswith(ttl_row[6:])
+        db.delete(expiry[0])  # a row that expires without its expiry entry
     finally:
         db.close()
     with spi.connect(url) as p:
         problems = p.admin.verify("acct")
+        assert p.table("acct").count() == 10  # the counter, as damaged
     text = "\n".join(problems)
     assert "row k=0: index 'tag' has no entry" in text
     assert "points to a missing row" in text
     assert "value zz does not match its row" in text
     assert "cannot decode" in text
+    assert "the row counter says 10 rows, the table holds 9" in text
+    assert "row k=6: its expiry has no entry" in text
 
 
 @pytest.mark.parametrize(
@@ -272,3 +286,22 @@ def test_one_off_reads_open_the_database_read_only(url: str, tmp_path: Path) -> 
         assert sorted(os.listdir(path)) == files  # nothing written by the reads
         t.upsert({"k": 2, "bal": 7, "tag": "b"})  # reopened for writing
         assert t.read((2,))["bal"] == 7 and t.count() == 2  # type: ignore[index]
+
+
+def test_a_table_without_a_row_counter_counts_by_walking_its_keys(url: str, tmp_path: Path) -> None:
+    # Tables made before row counters existed have none; they count as before.
+    with spi.connect(url) as p:
+        p.admin.create(ACCOUNTS)
+        p.table("acct").load({"k": i, "bal": i, "tag": f"t{i}"} for i in range(10))
+    db = _raw(str(tmp_path / "db"))
+    try:
+        counters = [k for k in db.keys(from_key=DATA) if k[5:6] == b"\x03"]
+        assert len(counters) == 1
+        db.delete(counters[0])
+    finally:
+        db.close()
+    with spi.connect(url) as p:
+        t = p.table("acct")
+        t.delete((0,))
+        t.upsert({"k": 42, "bal": 1})
+        assert t.count() == 10 and p.admin.verify("acct") == []

@@ -147,7 +147,9 @@ def _create_in(tx: KvTransaction, spec: TableSpec) -> None:
     raw = tx.get(NEXT_ID)
     table_id = 1 if raw is None else int(unpack(raw))
     tx.put(NEXT_ID, pack(table_id + 1))
-    tx.save_layout(Layout(spec, list(spec.columns), table_id))
+    layout = Layout(spec, list(spec.columns), table_id)
+    tx.save_layout(layout)
+    tx.put(layout.count_key, pack(0))
 
 
 def _names(view: WriteBuffer, prefix: bytes) -> list[str]:

@@ -61,6 +61,9 @@ class WriteBuffer:
         self.events: list[Any] = []
         """Change-feed events of this transaction's writes to change-fed tables, in
         call order (:data:`spi.kv.feed.Events`); they get a revision at commit."""
+        self.row_deltas: dict[bytes, int] = {}
+        """Per table row counter key (:attr:`spi.kv.layout.Layout.count_key`), the rows
+        this transaction added (removed: negative); the commit applies them."""
         self.feed_touched = False
         """True when a change-fed table's catalog entry changes: the commit takes a
         revision even without events, which wakes the table's watchers."""

@@ -12,6 +12,9 @@ All keys are byte strings, compared unsigned:
   (its position in the layout); row and index entries change in one atomic commit
 - ``01 tid(4) 02 expires(8) key`` → empty: expiry entry of a row that expires (the
   sweep's work list, in expiry order), written and removed with the row
+- ``01 tid(4) 03`` → msgpack int: how many rows the table stores (expired ones not
+  swept yet included), changed in the commits that add or remove rows; tables made
+  before it existed have none (their counts walk the keys)
 - ``02 'e' rev(8) page(4)`` → change feed (:mod:`spi.kv.feed`): the events of
   revision ``rev``, up to 1000 a page, column by column: ``time(8) n(4) ops(n)
   key-lengths(4n) row-lengths(4n) row-keys... stored-rows...`` (time in µs since the
@@ -51,6 +54,7 @@ DATA = b"\x01"
 ROWS = b"\x00"
 INDEX = b"\x01"
 EXPIRY = b"\x02"
+COUNT = b"\x03"
 EVENTS = b"\x02e"
 COMPACTED = b"\x02o"
 REVISION = b"\x02r"
@@ -79,6 +83,7 @@ class Layout:
         self.prefix = DATA + _U32.pack(table_id)
         self.row_prefix = self.prefix + ROWS
         self.expiry_prefix = self.prefix + EXPIRY
+        self.count_key = self.prefix + COUNT
         self.key_types = spec.key_types
         self.encode_key = key_encoder(spec.key_types)
         self.timestamps = [c for c in columns if spec.type_of(c) is FieldType.TIMESTAMP]

@@ -273,10 +273,24 @@ class Scanner:
         if plan.empty:
             return 0
         lay = self._layout
-        if plan.residual is None and plan.index is None and not self.has_expired(time.time_ns() // 1000):
-            lo, hi = range_bytes(lay.row_prefix, lay.key_types, plan.key_range)
-            return sum(1 for _ in self._buffer.keys(lo, hi))
+        if plan.residual is None and plan.index is None:
+            now = time.time_ns() // 1000
+            if plan.key_range == ResolvedRange.everything():
+                stored = self.stored_count()
+                if stored is not None:
+                    return stored - sum(1 for _ in self._buffer.keys(lay.expiry_prefix, lay.expired_bound(now)))
+            if not self.has_expired(now):
+                lo, hi = range_bytes(lay.row_prefix, lay.key_types, plan.key_range)
+                return sum(1 for _ in self._buffer.keys(lo, hi))
         return sum(1 for _ in self._rows(plan, None))
+
+    def stored_count(self) -> int | None:
+        """How many rows the table stores as this transaction sees it (expired ones
+        not swept yet included), from its row counter; None for a table without one."""
+        raw = self._buffer.get(self._layout.count_key)
+        if raw is None:
+            return None
+        return int(_unpack(raw)) + self._buffer.row_deltas.get(self._layout.count_key, 0)
 
     def has_expired(self, now: int) -> bool:
         """True when a row of the table has expired by ``now`` and is not swept yet."""

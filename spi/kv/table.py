@@ -76,6 +76,9 @@ class KvTable(TableBase):
                 put(prefix + encode(old_value) + enc, None)
             put(prefix + encode(new_value) + enc, b"")
         row_key, stored = lay.row_prefix + enc, lay.encode_row(values, version, expires)
+        if old is None:
+            deltas = self._buffer.row_deltas
+            deltas[lay.count_key] = deltas.get(lay.count_key, 0) + 1
         put(row_key, stored)
         if self._events is not None:
             self._events.append(put_event(row_key, stored))
@@ -139,7 +142,10 @@ class KvTable(TableBase):
             self._remove(key_of(self.spec, batch.row(i)), lay.decode_row(raws[i]), expired=True)  # type: ignore[arg-type]
         events = self._events
         prefix = len(lay.row_prefix)
-        if olds.count(None) == len(olds):
+        added = olds.count(None)
+        deltas = buffer.row_deltas
+        deltas[lay.count_key] = deltas.get(lay.count_key, 0) + added
+        if added == len(olds):
             # Rows first: a load usually comes in key order, which the sort at commit uses.
             buffer.put_many(keys, stored)
             for entries in batch.entries:
@@ -172,6 +178,8 @@ class KvTable(TableBase):
         if old.expires is not None:
             self._buffer.remove(lay.expiry_key(old.expires, enc))
         self._buffer.remove(lay.row_prefix + enc)
+        deltas = self._buffer.row_deltas
+        deltas[lay.count_key] = deltas.get(lay.count_key, 0) - 1
         if self._events is not None:
             self._events.append(delete_event(lay.row_prefix + enc, OP_EXPIRE if expired else OP_DELETE))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from spi.errors import TableNotFoundError
 from spi.kv.buffer import WriteBuffer
 from spi.kv.feed import FeedSettings, record
-from spi.kv.layout import Layout, LayoutCache, catalog_key
+from spi.kv.layout import Layout, LayoutCache, catalog_key, pack, unpack
 from spi.kv.store import StoreSession
 from spi.kv.table import KvTable
 from spi.provider import TransactionBase
@@ -70,6 +70,10 @@ class KvTransaction(WriteBuffer, TransactionBase):
     def _commit(self) -> None:
         if self._catalog_changed:
             self._session.advance_generation()
+        for key, delta in self.row_deltas.items():
+            stored = self.get(key) if delta else None
+            if stored is not None:  # a table made before row counters has none
+                self.put(key, pack(unpack(stored) + delta))
         revision = None
         if self.events or self.feed_touched:
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from spi.codec import decode_key, decode_nullable, prefix_successor
+from spi.kv.scan import Scanner
 from spi.kv.transaction import KvTransaction
 from spi.textvalues import key_words, to_word
 
@@ -16,7 +17,9 @@ def verify_table(tx: KvTransaction, name: str) -> list[str]:
     lay = tx.layout(name)
     spec = lay.spec
     n = len(lay.row_prefix)
+    rows = 0
     for k, raw in tx.iterate(lay.row_prefix, prefix_successor(lay.row_prefix), False):
+        rows += 1
         try:
             key, end = decode_key(lay.key_types, k, n)
             if end != len(k):
@@ -36,6 +39,9 @@ def verify_table(tx: KvTransaction, name: str) -> list[str]:
             problems.append(f"row {key_words(spec, key)}: its expiry has no entry (a sweep would miss it)")
         if len(problems) >= PROBLEM_LIMIT:
             return problems
+    counted = Scanner(tx, lay).stored_count()
+    if counted is not None and counted != rows:
+        problems.append(f"the row counter says {counted} rows, the table holds {rows}")
     start = len(lay.expiry_prefix)
     for k, _ in tx.iterate(lay.expiry_prefix, prefix_successor(lay.expiry_prefix), False):
         stored = tx.get(lay.row_prefix + k[start + 8 :])
