@@ -102,6 +102,10 @@ def build_table(spec: TableSpec, schema: str) -> sa.Table:
     return table
 
 
+SERVER_MICROS = sa.cast(sa.extract("epoch", sa.func.clock_timestamp()) * 1_000_000, sa.BigInteger)
+"""The server's clock in microseconds since the epoch (the clock of expiry)."""
+
+
 def live(table: sa.Table) -> Any:
     """The condition of the rows of ``table`` that have not expired (the server's clock)."""
     expires = table.c[EXPIRES]

@@ -51,6 +51,9 @@ class PgSession(Protocol):
     def fetch_row(self, sql: TableSql, key: tuple[Any, ...]) -> Stored | None:
         """The stored row with ``key``, or None."""
 
+    def server_micros(self) -> int:
+        """Now on the server's clock, in microseconds since the epoch (expiry's clock)."""
+
     def execute(self, statement: Executable, params: Mapping[str, Any] | None = None) -> AnyResult:
         """Run one SQLAlchemy statement."""
 

@@ -50,6 +50,7 @@ class _OneStatement:
         self._db = db
         self._statement = statement
         self.events: list[Any] = []  # a read records nothing
+        self._now: int | None = None
 
     @property
     def dialect(self) -> Dialect:
@@ -68,9 +69,16 @@ class _OneStatement:
         if row is None or row[0] != self._statement.fingerprint:
             self._db.forget_table(sql.spec.name)
             raise Fallback
+        self._now = row[1]
         if row[-2] is None:  # no version: the outer join found no row
             return None
-        return sql.stored(row[1:])
+        return sql.stored(row[2:])
+
+    def server_micros(self) -> int:
+        """The server's clock when the row was read (what decides whether it expired)."""
+        if self._now is None:
+            raise Fallback
+        return int(self._now)
 
     def _needs_transaction(self, *_args: Any, **_kwargs: Any) -> NoReturn:
         raise Fallback

@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
-from providers.postgres.schema import EXPIRES, VERSION, build_table, row_converters
+from providers.postgres.schema import EXPIRES, SERVER_MICROS, VERSION, build_table, row_converters
 from spi.codec import to_micros
 from spi.primitives import Stored
 from spi.row import Row
@@ -79,7 +79,8 @@ class TableSql:
 
 class ReadStatement:
     """The compiled catalog-checked point read of one table: the catalog row's
-    fingerprint, then the table's row (all nulls when there is none)."""
+    fingerprint, the server's clock, then the table's row (all nulls when there is
+    none)."""
 
     def __init__(self, sql: TableSql, catalog: sa.Table, dialect: Dialect) -> None:
         t = sql.table
@@ -87,7 +88,7 @@ class ReadStatement:
             t, sa.and_(*(t.c[k] == sa.bindparam(n) for k, n in zip(sql.spec.primary_key, sql.key_names)))
         )
         stmt = (
-            sa.select(catalog.c.fingerprint, *t.columns)
+            sa.select(catalog.c.fingerprint, SERVER_MICROS, *t.columns)
             .select_from(joined)
             .where(catalog.c.name == sa.bindparam("kv_name"))
         )

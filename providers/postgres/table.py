@@ -44,7 +44,6 @@ buckets) the statistics serve up to 5 ranges."""
 
 
 T = TypeVar("T")
-_SERVER_MICROS = sa.select(sa.cast(sa.extract("epoch", sa.func.clock_timestamp()) * 1_000_000, sa.BigInteger))
 
 
 class Explain(Executable, ClauseElement):
@@ -138,9 +137,9 @@ class PgTable(TableBase):
         return self._tx.fetch_row(self._sql, key)
 
     def _clock(self) -> int:
-        """Now on the server's clock, which decides expiry (one round trip, made only
-        by writes that set an expiry or meet one)."""
-        return int(self._tx.execute(_SERVER_MICROS).scalar_one())
+        """Now on the server's clock, which decides expiry (a round trip, made only by
+        writes that set an expiry or meet one; a one-statement read has it already)."""
+        return self._tx.server_micros()
 
     def _put(
         self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None, expires: int | None

@@ -18,7 +18,7 @@ from sqlalchemy.sql.expression import Executable
 
 from providers.postgres.database import PgDatabase
 from providers.postgres.feed import Event, record
-from providers.postgres.schema import EXPIRES, expiry_index_name, qualified, quoted
+from providers.postgres.schema import EXPIRES, SERVER_MICROS, expiry_index_name, qualified, quoted
 from providers.postgres.session import AnyResult
 from providers.postgres.statements import TableSql
 from providers.postgres.table import FETCH_ROWS, PgTable
@@ -152,6 +152,10 @@ class PgTransaction(TransactionBase):
         """The stored row with ``key``, or None."""
         row = self.execute(sql.get, sql.key_params(key)).first()
         return None if row is None else sql.stored(row)
+
+    def server_micros(self) -> int:
+        """Now on the server's clock, in microseconds since the epoch."""
+        return int(self.execute(sa.select(SERVER_MICROS)).scalar_one())
 
     def driver_connection(self) -> psycopg.Connection[Any]:
         """The psycopg connection under this transaction (for COPY)."""
