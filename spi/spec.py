@@ -244,8 +244,9 @@ class TableSpec:
         )
 
     def renamed(self, name: str) -> TableSpec:
-        """The same fields, key and indexes under the table name ``name``."""
-        return TableSpec(name, self.fields, self.primary_key, self.indexes)
+        """The same fields, key, indexes and ttl under the table name ``name`` (no
+        change feed: what a staging table of this one holds)."""
+        return TableSpec(name, self.fields, self.primary_key, self.indexes, ttl=self.ttl)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as the CLI's ``--spec`` JSON object."""

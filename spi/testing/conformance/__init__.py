@@ -11,7 +11,7 @@ from spi.testing.conformance.admin import AdminTests
 from spi.testing.conformance.base import ConformanceBase
 from spi.testing.conformance.changes import ChangeTests
 from spi.testing.conformance.copies import CopyTests
-from spi.testing.conformance.expiry import ExpiryChangeTests, ExpiryTests
+from spi.testing.conformance.expiry import ExpiryChangeTests, ExpiryStagingTests, ExpiryTests
 from spi.testing.conformance.filters import FilterTests
 from spi.testing.conformance.indexes import IndexTests
 from spi.testing.conformance.limits import LimitTests
@@ -49,6 +49,7 @@ class ConformanceTests(
     ChangeDurabilityTests,
     ExpiryTests,
     ExpiryChangeTests,
+    ExpiryStagingTests,
     ConformanceBase,
 ):
     """Every group; subclass it and define the ``provider_factory`` fixture."""
@@ -64,6 +65,7 @@ __all__ = [
     "CopyTests",
     "DurabilityTests",
     "ExpiryChangeTests",
+    "ExpiryStagingTests",
     "ExpiryTests",
     "FilterTests",
     "IndexTests",

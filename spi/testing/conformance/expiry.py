@@ -203,3 +203,17 @@ class ExpiryChangeTests:
         assert events[0].revision == events[1].revision  # the write and the sweep it made
         assert [(e.op, e.key["id"]) for e in events[2:]] == [("expire", 2)]
         assert events[2].revision > events[1].revision
+
+
+@requires(Capability.EXPIRY)
+class ExpiryStagingTests:
+    """An atomic overwrite of a table with a ttl gives the new rows the table's ttl."""
+
+    def test_staging_tables_keep_the_ttl_and_swaps_keep_expiry(self, provider: Any) -> None:
+        provider.admin.create(ORDERS.with_ttl(LONG))
+        staging = provider.admin.create_staging("orders")
+        assert provider.admin.get_spec(staging).ttl == LONG
+        provider.table(staging).load([{"region": "eu", "id": 1}])
+        provider.admin.swap_rows("orders", staging)
+        row = provider.table("orders").read(("eu", 1))
+        assert row is not None and _near(row.expires_at, LONG)
