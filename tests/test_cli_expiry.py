@@ -102,3 +102,15 @@ def test_get_watch_prints_null_when_the_row_expires(tmp_path: Path) -> None:
     assert res.code == 0, res
     assert [json.loads(line) for line in res.lines()] == [{"k": "a"}, None]
     assert time.monotonic() - started < 5  # at the expiry, then one quiet second: no sweep waited for
+
+
+def test_versions_show_the_expiry(kv: Kvctl) -> None:
+    kv.ok("put", "s", '{"k": "a", "v": 1}', "--ttl", "1h")
+    kv.ok("put", "s", '{"k": "b", "v": 2}')
+    got = json.loads(kv.ok("get", "s", "k=a", "--versions", "-o", "json").out)
+    assert got["_version"] == 1 and got["_expires_at"].endswith("+00:00")
+    assert "_expires_at" not in json.loads(kv.ok("get", "s", "k=b", "--versions", "-o", "json").out)
+    assert "_expires_at" not in kv.ok("scan", "s", "--versions", "-o", "csv").out  # the table has no ttl
+    kv.ok("table", "alter", "s", "--ttl", "1d")
+    lines = kv.ok("scan", "s", "--versions", "-o", "csv").out.splitlines()
+    assert lines[0] == "k,v,_version,_expires_at" and lines[2] == "b,2,1,"

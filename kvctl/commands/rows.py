@@ -101,7 +101,9 @@ def get(
     table: options.Table,
     key: options.Key,
     columns: options.Columns = None,
-    versions: Annotated[bool, typer.Option("--versions", help="Add the row's _version.")] = False,
+    versions: Annotated[
+        bool, typer.Option("--versions", help="Add the row's _version (and _expires_at if it expires).")
+    ] = False,
     watch: Annotated[
         bool, typer.Option("--watch", help="Then print the row again after each change (null: deleted).")
     ] = False,
@@ -130,6 +132,8 @@ def get(
     values: dict[str, Any] = row.to_dict()
     if versions:
         values["_version"] = row.version
+        if row.expires_at is not None:
+            values["_expires_at"] = row.expires_at
     printer = RowPrinter(get_state(ctx).output_format(output), values, single=True)
     printer.add(values)
     printer.close()

@@ -40,7 +40,9 @@ def scan(
     ] = None,
     all_rows: Annotated[bool, typer.Option("--all", help="Stream every row (no limit).")] = False,
     after: Annotated[str | None, typer.Option("--after", help="Continue after this token (printed on stderr).")] = None,
-    versions: Annotated[bool, typer.Option("--versions", help="Add each row's _version.")] = False,
+    versions: Annotated[
+        bool, typer.Option("--versions", help="Add each row's _version (and _expires_at on a table with a ttl).")
+    ] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Print how the scan would run, read nothing.")] = False,
     count: Annotated[bool, typer.Option("--count", help="Print only the number of matching rows.")] = False,
     output: options.Output = None,
@@ -73,10 +75,16 @@ def scan(
     query: dict[str, Any] = {"where": expr, "order_by": order_by, "descending": desc, "columns": cols}
     pages = paging.Pages(lambda n, token: handle.scan_page(rng, limit=n, after=token, **query), wanted, after)
     shown = [c for c in spec.columns if cols is None or c in cols or spec.is_key(c)]
-    types = {c: spec.type_of(c) for c in shown} | ({"_version": FieldType.LONG} if versions else {})
+    types = {c: spec.type_of(c) for c in shown}
+    if versions:
+        # A table with a ttl shows each row's expiry too (rows of other tables rarely have one).
+        types |= {"_version": FieldType.LONG} | ({"_expires_at": FieldType.TIMESTAMP} if spec.ttl else {})
     printer = RowPrinter(get_state(ctx).output_format(output), list(types), types=types)
     rows = pages.rows()
-    printer.add_all(({**row.to_dict(), "_version": row.version} for row in rows) if versions else rows)
+    if versions and spec.ttl:
+        printer.add_all({**row.to_dict(), "_version": row.version, "_expires_at": row.expires_at} for row in rows)
+    else:
+        printer.add_all(({**row.to_dict(), "_version": row.version} for row in rows) if versions else rows)
     printer.close()
     paging.continue_hint(printer.count, pages.token)
     if printer.count == 0 and after is None and limit != 0:
