@@ -309,7 +309,7 @@ async def test_help_lists_every_key_of_the_contract(provider: Any) -> None:
             ("g", "Go to a key"),
             ("o", "Order by the key or an index"),
             ("r", "Read the page and count again"),
-            ("w", "Live view: rows change as writes commit"),
+            ("w", "Live view: rows update as writes commit"),
             ("x", "Export the current view"),
             ("c", "Copy the row"),
             ("PgDn", "Next page"),

@@ -22,7 +22,7 @@ from kvctl.tui.browser import Cursor, PageView, Position
 from kvctl.tui.live import TICK, Applied, Feed, LivePage, LiveState, counts_change, ended_text, follow, start_feed
 from kvctl.tui.session import Session, error_text
 
-WATCH_HELP = "Live view: rows change as writes commit, changed rows marked; w again stops (needs a change feed)"
+WATCH_HELP = "Live view: rows update as writes commit; w again stops (needs a change feed)"
 """What ``w`` does, on the help screen and in the palette."""
 
 
