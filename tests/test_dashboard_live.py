@@ -177,14 +177,23 @@ async def test_filter_and_descending_order_are_kept(provider: Any, writer: Any) 
         await pilot.press("o", "down", "enter")  # key descending
         await settle(app, pilot)
         await start_live(app, pilot)
+        open_rows = sum(1 for r in order_rows(ROWS) if r["status"] == "open")
+        assert f"of {open_rows}" in status_line(app)
         top = rows_shown(app)[0]
         assert top[0] == "us"
         t.insert({"region": "us", "id": 10_000, "status": "open"})  # first in descending order
         t.insert({"region": "us", "id": 10_001, "status": "closed"})  # filtered out
         await wait_for(app, pilot, lambda: rows_shown(app)[0][:2] == ["us", "10000"], "the new first row")
         assert rows_shown(app)[1] == top and row_at(app, "us", 10_001) is None
+        await wait_for(app, pilot, lambda: f"of {open_rows + 1}" in status_line(app), "the count")
         t.update(("us", 10_000), {"status": "closed"})  # leaves the filter: it goes
         await wait_for(app, pilot, lambda: rows_shown(app)[0] == top, "the row to leave")
+        assert f"of {open_rows}" in status_line(app)  # the row was on the page: counted
+        t.update(("ap", -3), {"status": "closed"})  # a row not shown: the filtered total is not known
+        await wait_for(app, pilot, lambda: "(r counts them)" in status_line(app), "the total to go")
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert f"of {open_rows}" in status_line(app)
 
 
 @run_async
@@ -298,6 +307,23 @@ async def test_writes_of_another_process_show_up(provider: Any, tmp_path: Path) 
         await wait_for(app, pilot, lambda: row_at(app, "ap", 1) is not None, "the row from kvctl put")
         at = row_at(app, "ap", 1)
         assert at is not None and rows_shown(app)[at][4] == "cli" and marks(app)[at] == "+"
+
+
+@pytest.mark.postgres
+@run_async
+async def test_postgres_smoke(pg_factory: Callable[..., Any]) -> None:
+    p = add_live_table(pg_factory())
+    with spi.connect(p.url) as other:  # another provider object: its own connections
+        async with dashboard(p, table="events") as (app, pilot):
+            await start_live(app, pilot)
+            other.table("events").update(("ap", -3), {"note": "from pg"})
+            other.table("events").insert({"region": "ap", "id": 1, "note": "new in pg"})
+            await wait_for(app, pilot, lambda: row_at(app, "ap", 1) is not None, "the insert")
+            assert rows_shown(app)[0][4] == "from pg" and marks(app)[:3] == ["●", "", "+"]
+            assert f"of {ROWS + 1}" in status_line(app)
+            other.admin.drop("events")
+            await wait_for(app, pilot, lambda: app.screen.live is None, "the live view to stop")
+            assert "table 'events' was dropped: the live view stopped" in notifications(app)
 
 
 # ---------------------------------------------------------------------- the page logic alone

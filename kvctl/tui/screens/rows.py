@@ -185,10 +185,10 @@ class RowsScreen(LiveScreen):
             return
         self.spec, self.view, self.position = view.spec, view, view.position
         self.live_page(view, self._page_size)
-        self._show_page(cursor)
         if self._count_of(view.query) is None and (self._counting is None or self._counting[0] != view.query):
             self._counting = (view.query, 0)
             self._count(view.spec, view.query)
+        self._show_page(cursor)
 
     def _show_page(self, cursor: Cursor) -> None:
         """Show ``self.view`` (marked by the live view) with the cursor at ``cursor``."""
@@ -225,6 +225,8 @@ class RowsScreen(LiveScreen):
             rows += f" of {total:,}"
         elif self._counting is not None and self._counting[0] == view.query:
             rows += f" of {self._counting[1]:,}+ (counting…)" if self._counting[1] else " (counting…)"
+        elif self.live is not None:
+            rows += " (r counts them)"  # the live view could not keep the total
         parts.append(rows)
         if view.query.where_text:
             parts.append(f"where {view.query.where_text}")
