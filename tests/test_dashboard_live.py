@@ -365,6 +365,18 @@ def test_an_index_order_moves_a_changed_row() -> None:
     assert len(page.view.rows) == 4
 
 
+def test_an_event_written_before_an_alter_reads_null_in_the_new_column() -> None:
+    altered = spi.TableSpec("events", [*LIVE.fields, spi.Field("tag", "string")], LIVE.primary_key, changes=True)
+    p = spi.connect("memory://")
+    p.admin.create(altered)
+    p.table("events").insert({"region": "eu", "id": 1, "tag": None})
+    view = read_page(p.table("events"), altered, Query("events", where_text="tag is null"), Position(), 5)
+    page = live.LivePage(view, {}, 10)
+    done = page.apply([event("put", {"region": "eu", "id": 2, "status": None, "total": None, "note": None}, 1)], 0.0)
+    assert [r["id"] for r in page.view.rows] == [1, 2] and page.view.rows[1]["tag"] is None
+    assert not done.new_columns
+
+
 def test_too_many_new_rows_ask_for_a_new_read() -> None:
     rows = [{"region": "eu", "id": i, "status": None, "total": None, "note": None} for i in range(3)]
     page = page_of(rows, 3, Query("events"))  # the whole table: every new row fits

@@ -283,8 +283,8 @@ class LivePage:
                     self.marks[key] = Mark(DELETED, until)
                     done.changed = True
                 continue
-            row = spi.Row(event.row, event.version)
             done.new_columns = done.new_columns or not set(event.row) <= set(spec.columns)
+            row = spi.Row({**dict.fromkeys(spec.columns), **event.row}, event.version)  # older rows lack new columns
             if self._fits(row):
                 shown[key] = row
                 self.marks[key] = Mark(CHANGED if on_page else NEW, until)
