@@ -41,10 +41,13 @@ def fed_spec(provider: spi.Provider, table: str) -> spi.TableSpec:
     check_feeds(provider)
     spec = provider.admin.get_spec(table)
     if not spec.changes:
-        raise CliError(
-            f"table {table!r} does not record a change feed; `kvctl table alter {table} --changes` turns it on"
-        )
+        raise CliError(no_feed(table))
     return spec
+
+
+def no_feed(table: str) -> str:
+    """What to say of a table without a change feed, with the command that turns it on."""
+    return f"table {table!r} does not record a change feed; `kvctl table alter {table} --changes` turns it on"
 
 
 def event_json(event: spi.Change) -> dict[str, Any]:

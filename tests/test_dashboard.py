@@ -95,8 +95,7 @@ async def test_pages_by_key_showing_rows_x_to_y_of_the_total(provider: Any) -> N
         assert status_line(app) == f"orders · rows 1{DASH}{size} of 150"
         footer = footer_line(app)
         for key, label in zip(CONTRACT_KEYS, FOOTER_LABELS):
-            if key != "w":  # w is on the help screen only: there is no live view yet
-                assert f"{key} {label}" in footer, (key, footer)
+            assert f"{key} {label}" in footer, (key, footer)
         await pilot.press("pagedown")
         await settle(app, pilot)
         assert rows_shown(app) == [cells(r) for r in rows[size : 2 * size]]
@@ -310,7 +309,7 @@ async def test_help_lists_every_key_of_the_contract(provider: Any) -> None:
             ("g", "Go to a key"),
             ("o", "Order by the key or an index"),
             ("r", "Read the page and count again"),
-            ("w", "Live view (needs a change feed"),
+            ("w", "Live view: rows update as writes commit"),
             ("x", "Export the current view"),
             ("c", "Copy the row"),
             ("PgDn", "Next page"),
@@ -325,13 +324,6 @@ async def test_help_lists_every_key_of_the_contract(provider: Any) -> None:
         await pilot.press("q")
         await pilot.pause()
         assert not app.is_running
-
-
-@run_async
-async def test_watch_says_what_it_needs(provider: Any) -> None:
-    async with dashboard(provider) as (app, pilot):
-        await pilot.press("w")
-        assert any("needs a change feed (kvctl table alter T --changes)" in n for n in notifications(app))
 
 
 def test_counter_counts_in_chunks_with_and_without_a_filter(tmp_path: Path) -> None:
@@ -368,8 +360,7 @@ async def test_every_key_fits_the_footer_of_a_120_column_terminal(provider: Any)
     async with dashboard(provider, size=(120, 40)) as (app, _pilot):
         footer = footer_line(app)  # compact: the keys' colours set them apart, not spaces
         for label in FOOTER_LABELS:
-            if label != "Watch":
-                assert label in footer, (label, footer)
+            assert label in footer, (label, footer)
         assert footer.rstrip().endswith("^p Palette")
 
 

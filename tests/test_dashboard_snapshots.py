@@ -1,5 +1,6 @@
 """Snapshots of the dashboard's main screens (pytest-textual-snapshot): the table list,
-rows, a filter error, row detail, the edit form, the spec, help and the order picker.
+rows, a filter error, row detail, the edit form, the spec, help, the order picker and
+the live view.
 Update them after a deliberate change with ``pytest tests/test_dashboard_snapshots.py
 --snapshot-update`` and look at the report."""
 
@@ -12,6 +13,7 @@ import pytest
 from dashboard_support import filled, make_app, open_table, settle, type_text
 
 import spi
+from spi.testing.fixtures import ORDERS, order_rows
 
 SIZE = (120, 36)
 
@@ -66,3 +68,25 @@ def test_spec(snap_compare: Any) -> None:
 @pytest.mark.parametrize("key", ["question_mark", "o"])
 def test_help_and_order(snap_compare: Any, key: str) -> None:
     assert snap_compare(app_on("orders"), terminal_size=(120, 45), run_before=then(key))
+
+
+def test_live_view(snap_compare: Any) -> None:
+    provider = filled(spi.connect("memory://"))
+    provider.admin.create(spi.TableSpec("events", ORDERS.fields, ORDERS.primary_key, ORDERS.indexes, changes=True))
+    provider.table("events").load(order_rows(150))
+    t = provider.table("events")
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot.app, pilot)
+        await open_table(pilot.app, pilot, "events")
+        await pilot.press("w")
+        while "live · revision" not in str(pilot.app.screen.query_one("#status").render()):
+            await pilot.pause(0.05)
+        t.update(("ap", -3), {"note": "changed"})
+        t.insert({"region": "ap", "id": 1, "status": "open", "total": 2.5})
+        t.delete(("ap", 3))
+        while "revision 4" not in str(pilot.app.screen.query_one("#status").render()):
+            await pilot.pause(0.05)
+        await settle(pilot.app, pilot)
+
+    assert snap_compare(make_app(provider), terminal_size=SIZE, run_before=run_before)

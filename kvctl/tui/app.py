@@ -27,8 +27,6 @@ from kvctl.tui.screens.table_admin import AlterTableScreen, CreateTableScreen, D
 from kvctl.tui.screens.tables import TablesScreen
 from kvctl.tui.session import Session, error_text
 
-WATCH_NOTE = "The live view needs a change feed (kvctl table alter T --changes), which kvctl does not record yet."
-
 
 class DashboardApp(App[None]):
     """Browse, filter and edit the tables of one provider; switch between profiles."""
@@ -79,12 +77,12 @@ class DashboardApp(App[None]):
     @on(OpenTable)
     def table_opened(self, message: OpenTable) -> None:
         """Open a table chosen on the table list."""
-        self.open_table(message.name)
+        self.open_table(message.name, live=message.live)
 
-    def open_table(self, name: str) -> None:
-        """Show the rows of ``name``, on top of the table list."""
+    def open_table(self, name: str, *, live: bool = False) -> None:
+        """Show the rows of ``name`` (``live``: in the live view), on top of the table list."""
         self._to_tables()
-        self.push_screen(RowsScreen(self.session, name, self.history))
+        self.push_screen(RowsScreen(self.session, name, self.history, live=live))
 
     def _to_tables(self) -> TablesScreen | None:
         """Close every screen above the table list; the list."""
@@ -153,10 +151,6 @@ class DashboardApp(App[None]):
             return
         title = getattr(self.screen, "table_name", None) or type(self.screen).__name__.removesuffix("Screen")
         self.push_screen(HelpScreen(str(title), key_help(self.screen)))
-
-    def action_watch(self) -> None:
-        """The live view is not available yet: say what it needs."""
-        self.notify(WATCH_NOTE, severity="warning", timeout=8)
 
     def on_unmount(self) -> None:
         """Close the provider."""

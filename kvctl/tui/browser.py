@@ -102,6 +102,16 @@ class PageView:
         return self.position.anchor is None and len(self.position.pages) == 1
 
 
+@dataclass(frozen=True)
+class Cursor:
+    """Where the cursor goes on a page being shown: on a key, or at a line."""
+
+    line: int = 0
+    key: tuple[Any, ...] | None = None
+    missing: str | None = None
+    """A note for when the key is not on the page."""
+
+
 def read_page(table: spi.Table, spec: spi.TableSpec, query: Query, position: Position, size: int) -> PageView:
     """Read the page of ``size`` rows at ``position``."""
     rng = None if position.anchor is None else spi.Range(start=position.anchor)
@@ -172,21 +182,24 @@ def count_change(
 ) -> int:
     """How a write from ``old`` to ``new`` (None: no row) changes the count under a filter."""
     where = spi.parse_where(where_text, spec) if where_text else None
+    return counted(where, new) - counted(where, old)
 
-    def matches(row: Mapping[str, Any] | None) -> int:
-        if row is None:
-            return 0
-        return 1 if where is None or evaluate(where, row) is True else 0
 
-    return matches(new) - matches(old)
+def counted(where: spi.Expr | None, row: Mapping[str, Any] | None) -> int:
+    """1 if ``row`` exists and matches ``where`` (None: every row), else 0."""
+    if row is None:
+        return 0
+    return 1 if where is None or evaluate(where, row) is True else 0
 
 
 __all__ = [
+    "Cursor",
     "Order",
     "PageView",
     "Position",
     "Query",
     "count_change",
+    "counted",
     "delete_row",
     "insert_row",
     "jump_position",

@@ -6,8 +6,9 @@ from textual.message import Message
 
 
 class OpenTable(Message):
-    """Show the rows of table ``name``."""
+    """Show the rows of table ``name`` (``live``: in the live view)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, live: bool = False) -> None:
         super().__init__()
         self.name = name
+        self.live = live

@@ -35,6 +35,9 @@ class Counts:
     """
 
     known: dict[tuple[str, str], int] = field(default_factory=dict)
+    through: dict[tuple[str, str], int] = field(default_factory=dict)
+    """For a count finished while the live view was on: the revision it includes (the
+    events up to it are counted in it, the live view adds the later ones)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def get(self, table: str, where: str) -> int | None:
@@ -42,26 +45,34 @@ class Counts:
         with self._lock:
             return self.known.get((table, where))
 
-    def put(self, table: str, where: str, count: int) -> None:
-        """Remember a count."""
+    def put(self, table: str, where: str, count: int, through: int = 0) -> None:
+        """Remember a count (``through``: the revision it includes, 0: not known)."""
         with self._lock:
             self.known[(table, where)] = count
+            self.through[(table, where)] = through
 
     def forget(self, table: str) -> None:
         """Drop every count of ``table`` (refresh, alter, drop)."""
         with self._lock:
             for key in [k for k in self.known if k[0] == table]:
                 del self.known[key]
+                self.through.pop(key, None)
 
-    def adjust(self, table: str, matches: Callable[[str], int]) -> None:
-        """Apply a write: ``matches(where)`` is how the count under ``where`` changed
-        (+1, -1 or 0); a filter that cannot be evaluated drops its count."""
+    def adjust(self, table: str, matches: Callable[[str, int], int | None]) -> None:
+        """Apply writes: ``matches(where, through)`` is how the count under ``where``,
+        which includes the events up to revision ``through``, changed; a count whose
+        change cannot be told (None, or a filter that cannot be evaluated) is dropped."""
         with self._lock:
             for key in [k for k in self.known if k[0] == table]:
                 try:
-                    self.known[key] += matches(key[1])
+                    delta = matches(key[1], self.through.get(key, 0))
                 except spi.KvError:
+                    delta = None
+                if delta is None:
                     del self.known[key]
+                    self.through.pop(key, None)
+                else:
+                    self.known[key] += delta
 
 
 class Session:

@@ -1,6 +1,6 @@
 """The help screen (``?``): every key of the screen it was opened from, taken from
 that screen's live bindings (so it cannot drift from the footer), and notes on the
-filter and key syntax."""
+filter, key syntax and the live view."""
 
 from __future__ import annotations
 
@@ -13,13 +13,19 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, Static
 
-NOTES = """\
+from kvctl.tui.live import MARK_SECONDS
+
+NOTES = f"""\
 Filter (/): the --where syntax of kvctl scan, e.g.  status = 'open' and total > 10,
   region in ('eu', 'us'),  note is null,  name like 'A%',  id between 1 and 9.
   Enter applies, an empty filter shows every row, up/down walk the history.
 Go to (g): the key as col=value words, as on the command line:  region=eu id=42
   (quote values with spaces: name='New York'). Jumping shows the rows in key order.
 Values read as typed on the command line: null, b64:... bytes, ISO 8601 timestamps.
+Live (w): on a table with a change feed, rows change as writes commit (in any
+  process): ● changed, + new, ✗ deleted, marked for {MARK_SECONDS:g} s; the header shows the
+  revision seen. w again, or leaving the rows, stops it; kvctl table alter T --changes
+  gives a table a feed.
 ctrl+p opens the command palette: every action, every table, every profile,
   create, alter and drop a table."""
 

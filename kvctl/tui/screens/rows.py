@@ -1,6 +1,6 @@
 """A table's rows: a page that fills the screen, paged by key (``scan_page`` tokens),
 filtered in ``--where`` syntax, ordered by the key or an index, with row detail, go to
-key, add/edit/delete, copy and export.
+key, add/edit/delete, copy, export and the live view (``w``, :mod:`kvctl.tui.live`).
 
 The screen owns what is shown (:class:`Query`, :class:`Position`); workers read pages
 and counts and hand back results, which are dropped if the user has moved on. The
@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import shlex
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Header, Input, Static
 from textual.worker import get_current_worker
 
 import spi
 from kvctl.tui.browser import (
+    Cursor,
     Order,
     PageView,
     Position,
@@ -44,6 +44,7 @@ from kvctl.tui.export import export_rows
 from kvctl.tui.history import FilterHistory
 from kvctl.tui.screens.detail import RowDetailScreen, SpecScreen, row_json
 from kvctl.tui.screens.dialogs import ConfirmScreen, ExportScreen, OrderScreen, PromptScreen
+from kvctl.tui.screens.live import WATCH_HELP, LiveScreen
 from kvctl.tui.screens.row_form import RowFormScreen, Saved
 from kvctl.tui.session import Session, error_text
 from kvctl.tui.widgets.filter_bar import FilterBar
@@ -59,17 +60,7 @@ CHROME = 9
 """Screen lines that are not rows: header, filter, grid borders and column names, status, footer."""
 
 
-@dataclass(frozen=True)
-class Cursor:
-    """Where the cursor goes on a page being shown: on a key, or at a line."""
-
-    line: int = 0
-    key: tuple[Any, ...] | None = None
-    missing: str | None = None
-    """A note for when the key is not on the page."""
-
-
-class RowsScreen(Screen[None]):
+class RowsScreen(LiveScreen):
     """The rows of one table."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -83,12 +74,12 @@ class RowsScreen(Screen[None]):
         Binding("r", "refresh", "Refresh", tooltip="Read the page and count again (keeps filter, order, position)"),
         Binding("x", "export", "Export", tooltip="Export the current view to a CSV, NDJSON or Parquet file"),
         Binding("c", "copy", "Copy", tooltip="Copy the row under the cursor as JSON"),
-        Binding("w", "app.watch", "Watch", show=False, tooltip="Live view (needs a change feed; not available yet)"),
+        Binding("w", "watch", "Watch", tooltip=WATCH_HELP),
         Binding("escape", "back", "Back", key_display="esc", tooltip="Back to the table list"),
     ]
 
-    def __init__(self, session: Session, table: str, history: FilterHistory) -> None:
-        super().__init__()
+    def __init__(self, session: Session, table: str, history: FilterHistory, *, live: bool = False) -> None:
+        super().__init__(live=live)
         self.session = session
         self.table_name = table
         self.history = history
@@ -113,6 +104,8 @@ class RowsScreen(Screen[None]):
         """Read the first page now (sized for the screen; a resize corrects it)."""
         self.grid.focus()
         self._load(Position(), Cursor(), reload_spec=True)
+        if self.live_at_start:
+            self.action_watch()
 
     def _page_rows(self) -> int:
         """Rows that fit the grid (estimated from the screen before the first layout)."""
@@ -144,6 +137,7 @@ class RowsScreen(Screen[None]):
         self._busy_timer = self.set_timer(BUSY_AFTER, self._show_busy)
         self._page_size = self._page_rows()
         self._last_read = time.monotonic()
+        self._reading = True  # the live view holds its events until this page is shown
         self._read(position, cursor, self.rows_query, self._page_size, reload_spec, previous)
 
     def _show_busy(self) -> None:
@@ -177,6 +171,7 @@ class RowsScreen(Screen[None]):
         if not self.is_attached:
             return
         self._not_busy()
+        self._reading = False
         text = error_text(exc)
         self.query_one("#status", Static).update(f"error: {text}")
         self.notify(text, severity="error", timeout=10)
@@ -189,6 +184,17 @@ class RowsScreen(Screen[None]):
             self._load(view.position, Cursor(line=10**9), previous=True)  # the page emptied: step back
             return
         self.spec, self.view, self.position = view.spec, view, view.position
+        self.live_page(view, self._page_size)
+        if self._count_of(view.query) is None and (self._counting is None or self._counting[0] != view.query):
+            self._counting = (view.query, 0)
+            self._count(view.spec, view.query)
+        self._show_page(cursor)
+
+    def _show_page(self, cursor: Cursor) -> None:
+        """Show ``self.view`` (marked by the live view) with the cursor at ``cursor``."""
+        view = self.view
+        if view is None:
+            return
         line = cursor.line
         if cursor.key is not None:
             keys = [key_of(view.spec, row) for row in view.rows]
@@ -196,11 +202,8 @@ class RowsScreen(Screen[None]):
                 line = keys.index(cursor.key)
             elif cursor.missing:
                 self.notify(cursor.missing)
-        self.grid.show_rows(view.columns, view.spec.primary_key, view.rows, line)
+        self.grid.show_rows(view.columns, view.spec.primary_key, view.rows, line, self.live_labels())
         self._show_status()
-        if self._count_of(view.query) is None and (self._counting is None or self._counting[0] != view.query):
-            self._counting = (view.query, 0)
-            self._count(view.spec, view.query)
 
     def _count_of(self, query: Query) -> int | None:
         return self.session.counts.get(query.table, query.where_text)
@@ -222,6 +225,8 @@ class RowsScreen(Screen[None]):
             rows += f" of {total:,}"
         elif self._counting is not None and self._counting[0] == view.query:
             rows += f" of {self._counting[1]:,}+ (counting…)" if self._counting[1] else " (counting…)"
+        elif self.live is not None:
+            rows += " (r counts them)"  # the live view could not keep the total
         parts.append(rows)
         if view.query.where_text:
             parts.append(f"where {view.query.where_text}")
@@ -229,6 +234,8 @@ class RowsScreen(Screen[None]):
             parts.append(f"order by {view.query.order.label}")
         if self._exporting is not None:
             parts.append(f"exporting… {self._exporting:,} rows")
+        if self.live is not None:
+            parts.append(self._live_text())
         self.query_one("#status", Static).update(" · ".join(parts))
 
     @work(thread=True, exclusive=True, group="count")
@@ -244,12 +251,13 @@ class RowsScreen(Screen[None]):
 
         try:
             count = count_rows(self.session.table(query.table), spec, query.where(spec), progress)
+            through = self.count_through()
         except Exception as exc:
             if not worker.is_cancelled:
                 self.app.call_from_thread(self._failed, exc)
             return
         if count is not None and not worker.is_cancelled:
-            self.session.counts.put(query.table, query.where_text, count)
+            self.session.counts.put(query.table, query.where_text, count, through)
             self.app.call_from_thread(self._count_progress, query, None)
 
     def _count_progress(self, query: Query, counted: int | None) -> None:
@@ -400,15 +408,18 @@ class RowsScreen(Screen[None]):
         spec = self.spec
         if saved is None or spec is None:
             return
-        self._wrote(spec, saved.before, saved.after)
+        self._wrote(spec, saved.before, saved.after, saved.version)
         words = key_words(spec, saved.key)
         self.notify(f"{'added' if saved.before is None else 'saved'} {words} (version {saved.version})")
         note = None if saved.before is not None else f"{words} is not on this page (g goes to it)"
         self._load(self.position, Cursor(line=self.grid.cursor_row, key=saved.key, missing=note))
 
-    def _wrote(self, spec: spi.TableSpec, before: Any, after: Any) -> None:
-        """Keep the known counts exact after one of our writes (a count under way restarts)."""
-        self.session.counts.adjust(self.table_name, lambda where: count_change(spec, where, before, after))
+    def _wrote(self, spec: spi.TableSpec, before: Any, after: Any, version: int | None) -> None:
+        """Keep the known counts exact after one of our writes (a count under way
+        restarts); the live view will not count its event again."""
+        self.session.counts.adjust(self.table_name, lambda where, _: count_change(spec, where, before, after))
+        if self.live is not None:
+            self.live.own.add((key_of(spec, after if after is not None else before), version))
         if self._counting is not None:
             self._counting = None
 
@@ -442,7 +453,7 @@ class RowsScreen(Screen[None]):
 
     def _deleted(self, spec: spi.TableSpec, row: spi.Row, deleted: bool, line: int) -> None:
         if deleted:
-            self._wrote(spec, row, None)
+            self._wrote(spec, row, None, None)
             self.notify(f"deleted {key_words(spec, row)}")
         else:
             self.notify(f"{key_words(spec, row)} was already deleted", severity="warning")

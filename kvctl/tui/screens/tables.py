@@ -1,4 +1,5 @@
-"""The table list: name, rows, change feed and ttl of every table.
+"""The table list: name, rows, change feed and ttl of every table; ``w`` opens a
+table's rows in the live view.
 
 The names and specs are read in one worker; the row counts in another, table after
 table, each counted in short steps (:mod:`kvctl.tui.counter`) and cached in the
@@ -19,6 +20,7 @@ from textual.worker import get_current_worker
 
 import spi
 from kvctl.tui.counter import count_rows
+from kvctl.tui.live import why_not_live
 from kvctl.tui.messages import OpenTable
 from kvctl.tui.screens.detail import SpecScreen, feed_text, ttl_text
 from kvctl.tui.session import Session, error_text
@@ -41,7 +43,7 @@ class TablesScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "spec", "Spec", tooltip="Show the table's spec"),
         Binding("r", "refresh", "Refresh", tooltip="Read the tables again and recount their rows"),
-        Binding("w", "app.watch", "Watch", show=False, tooltip="Live view (needs a change feed; not available yet)"),
+        Binding("w", "watch", "Watch", tooltip="Open the table's rows in the live view (needs a change feed)"),
     ]
 
     def __init__(self, session: Session) -> None:
@@ -145,6 +147,18 @@ class TablesScreen(Screen[None]):
         """Open the chosen table's rows."""
         if event.row_key.value is not None:
             self.post_message(OpenTable(event.row_key.value))
+
+    def action_watch(self) -> None:
+        """Open the rows of the table under the cursor in the live view, if it records
+        a change feed (else a notification says how to turn one on)."""
+        name = self.selected()
+        if name is None:
+            return
+        why = why_not_live(self.session, self.specs[name])
+        if why is not None:
+            self.notify(why, severity="warning", timeout=8)
+            return
+        self.post_message(OpenTable(name, live=True))
 
     def action_spec(self) -> None:
         """Show the spec of the table under the cursor."""

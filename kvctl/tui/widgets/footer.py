@@ -1,13 +1,17 @@
 """The footer of every screen: Textual's, in its compact style when the terminal is
-narrower than :data:`ROOMY` columns, so every key still fits on one line."""
+narrower than :data:`ROOMY` columns and without the space between keys under
+:data:`TIGHT` columns, so every key still fits on one line of 120 columns."""
 
 from __future__ import annotations
 
 from textual import events
 from textual.widgets import Footer
 
-ROOMY = 140
+ROOMY = 150
 """Columns from which the footer has room for its spacious style."""
+TIGHT = 130
+"""Columns under which the keys go without a space between them (their colours set
+them apart)."""
 
 
 class KeysFooter(Footer):
@@ -21,3 +25,4 @@ class KeysFooter(Footer):
         compact = event.size.width < ROOMY
         if compact != self.compact:
             self.compact = compact
+        self.set_class(event.size.width < TIGHT, "-tight")

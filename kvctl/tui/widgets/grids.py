@@ -15,9 +15,12 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from kvctl.render import word
+from kvctl.tui.live import CHANGED, DELETED, NEW
 
 MAX_CELL = 40
 """Characters of a value shown in a cell (the row detail shows all of it)."""
+MARKS = {CHANGED: ("●", "bold yellow"), NEW: ("+", "bold green"), DELETED: ("✗", "bold red")}
+"""The label of a row the live view marks: what happened to it (see :mod:`kvctl.tui.live`)."""
 
 
 def cell(value: Any) -> Text:
@@ -88,9 +91,18 @@ class RowsGrid(DataTable[Any]):
         """The previous page (the cursor keeps its line)."""
         self.post_message(self.PageRequested("previous", "same"))
 
-    def show_rows(self, columns: tuple[str, ...], keys: tuple[str, ...], rows: list[Any], cursor: int) -> None:
+    def show_rows(
+        self,
+        columns: tuple[str, ...],
+        keys: tuple[str, ...],
+        rows: list[Any],
+        cursor: int,
+        marks: list[str | None] | None = None,
+    ) -> None:
         """Replace the grid's content by ``rows`` (mappings of ``columns``; key columns in
-        bold headers) and put the cursor on row ``cursor``."""
+        bold headers) and put the cursor on row ``cursor``. ``marks`` (the live view)
+        labels each row with what happened to it (:data:`MARKS`; None: nothing), and
+        strikes through the rows deleted."""
         current = tuple(str(c.label) for c in self.columns.values())
         if current != columns:
             self.clear(columns=True)
@@ -98,6 +110,15 @@ class RowsGrid(DataTable[Any]):
                 self.add_column(Text(name, style="bold" if name in keys else ""), key=name)
         else:
             self.clear()
-        self.add_rows([cell(row[c]) for c in columns] for row in rows)
+        if marks is None:
+            self.add_rows([cell(row.get(c)) for c in columns] for row in rows)
+        else:
+            for row, mark in zip(rows, marks):
+                cells = [cell(row.get(c)) for c in columns]
+                if mark == DELETED:
+                    for text in cells:
+                        text.stylize("strike dim")
+                symbol, style = MARKS.get(mark or "", (" ", ""))
+                self.add_row(*cells, label=Text(symbol, style=style))
         if rows:
             self.move_cursor(row=min(max(cursor, 0), len(rows) - 1), animate=False, scroll=True)
