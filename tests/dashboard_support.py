@@ -9,10 +9,14 @@ import contextlib
 import functools
 import html
 import re
+import time
+import unicodedata
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from textual import events
+from textual.keys import KEY_NAME_REPLACEMENTS
 from textual.widgets import DataTable
 
 import spi
@@ -63,6 +67,16 @@ async def settle(app: DashboardApp, pilot: Any, timeout: float = 10.0) -> None:
         if quiet >= 3:
             break
     await pilot.pause()
+
+
+async def wait_for(pilot: Any, what: str, condition: Callable[[], object], timeout: float = 10.0) -> None:
+    """Pause until ``condition()`` holds (a worker's result on screen), failing after
+    ``timeout`` seconds: no fixed sleep that is too short on a busy machine and too
+    long on a quiet one."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.02)
 
 
 def screen_text(app: DashboardApp) -> str:
@@ -123,9 +137,23 @@ def in_key_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["region"], r["id"]))
 
 
+def key_event(character: str) -> events.Key:
+    """The key event a terminal sends for a typed printable ``character`` (named as
+    Textual names keys: ``a``, ``space``, ``colon``, ``slash``...)."""
+    if character.isalnum():
+        return events.Key(character, character)
+    name = unicodedata.name(character).lower().replace("-", "_").replace(" ", "_")
+    return events.Key(KEY_NAME_REPLACEMENTS.get(name, name), character)
+
+
 async def type_text(pilot: Any, text: str) -> None:
-    """Type ``text`` key by key."""
-    await pilot.press(*[{" ": "space"}.get(ch, ch) for ch in text])
+    """Type ``text`` as a quick typist (or a terminal's paste without bracketed paste
+    mode) does: every key event at once, in order, each handled as a key press; then
+    wait until the app is idle. (``pilot.press`` waits for idle after every key, about
+    75 ms a key: typed paths and forms made the dashboard tests minutes long.)"""
+    for character in text:
+        pilot.app.post_message(key_event(character))
+    await pilot.pause()
 
 
 async def focus(pilot: Any, selector: str) -> None:

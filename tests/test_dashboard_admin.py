@@ -28,6 +28,7 @@ from dashboard_support import (
     settle,
     status_line,
     type_text,
+    wait_for,
 )
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Button, DataTable, Input
@@ -46,9 +47,9 @@ def listed(app: Any) -> list[str]:
 async def palette(app: Any, pilot: Any, command: str) -> None:
     """Run ``command`` from the command palette (ctrl+p, type, Enter)."""
     await pilot.press("ctrl+p")
-    await pilot.pause(0.2)
+    await wait_for(pilot, "the palette", lambda: isinstance(app.screen, CommandPalette))
     await type_text(pilot, command)
-    await pilot.pause(0.5)
+    await wait_for(pilot, f"{command!r} first in the palette", lambda: command in next(iter(palette_hits(app)), ""))
     await pilot.press("enter")
     await settle(app, pilot)
 
@@ -87,8 +88,7 @@ async def test_palette_lists_actions_tables_and_runs_them(provider: Any) -> None
         ]:
             await pilot.press("ctrl+p")
             await type_text(pilot, search)
-            await pilot.pause(0.5)
-            assert any(entry in hit for hit in palette_hits(app)), (search, palette_hits(app))
+            await wait_for(pilot, f"{entry!r} listed", lambda e=entry: any(e in hit for hit in palette_hits(app)))
             await close_palette(app, pilot)
         await palette(app, pilot, "Filter the rows")
         assert isinstance(app.focused, Input) and app.focused.id == "where"
@@ -158,8 +158,9 @@ async def test_switch_profile_from_the_palette(tmp_path: Path) -> None:
         await settle(app, pilot)
         assert listed(app) == [] and "profile one" in app.sub_title
         await pilot.press("ctrl+p")
-        await pilot.pause(0.5)
-        assert any("Switch to profile two" in hit for hit in palette_hits(app)), palette_hits(app)
+        await wait_for(
+            pilot, "the profile listed", lambda: any("Switch to profile two" in h for h in palette_hits(app))
+        )
         await close_palette(app, pilot)
         await palette(app, pilot, "Switch to profile two")
         assert listed(app) == ["alltypes", "counters", "orders"]
