@@ -208,7 +208,11 @@ class PathHandle:
             while self._db is not None:
                 if self._owner is None and self._idle_since is not None:
                     left = self._idle_since + LINGER - time.monotonic()
-                    if left <= 0 or self._others_waiting():
+                    if left <= 0:
+                        self._close()
+                        break
+                    if self._others_waiting():
+                        self._polite = True  # our next open lets the waiting processes in first
                         self._close()
                         break
                     self._cond.wait(min(left, WAITER_CHECK))
