@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -167,8 +168,12 @@ LOADER = """
 
 
 def test_sigkill_during_bulk_load_keeps_whole_batches(tmp_path: Path) -> None:
+    """Five loaders, each on a path of its own, killed at random moments (side by side:
+    the rounds are independent)."""
     rng = random.Random(1234)
-    for round_ in range(5):
+    delays = [rng.uniform(0.0, 0.4) for _ in range(5)]
+
+    def load_and_kill(round_: int) -> None:
         url = f"rocksdb://{tmp_path}/db{round_}"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         proc = subprocess.Popen(
@@ -181,7 +186,7 @@ def test_sigkill_during_bulk_load_keeps_whole_batches(tmp_path: Path) -> None:
         )
         assert proc.stdout is not None
         reported = int(proc.stdout.readline())  # at least one batch committed
-        time.sleep(rng.uniform(0.0, 0.4))
+        time.sleep(delays[round_])
         proc.send_signal(signal.SIGKILL)
         out, _ = proc.communicate()
         assert proc.returncode == -signal.SIGKILL, "the loader finished before it was killed"
@@ -194,6 +199,9 @@ def test_sigkill_during_bulk_load_keeps_whole_batches(tmp_path: Path) -> None:
             assert t.count(spi.Range((0,), (n - 1,), end_inclusive=True)) == n
             assert t.count(where=spi.col("g") == 5) == len(range(5, n, 97))
             assert p.admin.verify("t") == []
+
+    with ThreadPoolExecutor(len(delays)) as pool:
+        list(pool.map(load_and_kill, range(len(delays))))
 
 
 def test_a_cached_spec_sees_another_process_alter_the_table(tmp_path: Path) -> None:
