@@ -27,7 +27,8 @@ class KvProvider(ProviderBase):
         self.layouts = LayoutCache()
         """Decoded table layouts, shared by this provider's transactions and reads."""
         self._admin = KvAdmin(self.transaction, self.session, self.layouts)
-        self._closed = False
+        self.closed = False
+        """True once :meth:`close` ran (every call then fails)."""
 
     @property
     def admin(self) -> KvAdmin:
@@ -41,18 +42,18 @@ class KvProvider(ProviderBase):
     def session(self, read_only: bool = False) -> StoreSession:
         """Exclusive access to the store (waits up to the busy timeout); ``read_only``:
         the session will not commit."""
-        if self._closed:
+        if self.closed:
             raise KvError(f"provider {self.url} is closed")
         return self._store.session(read_only)
 
     def _brief_session(self) -> StoreSession:
-        if self._closed:
+        if self.closed:
             raise KvError(f"provider {self.url} is closed")
         return self._store.brief_session()
 
     def table(self, name: str) -> KvAutoCommitTable:
         """An auto-commit handle: each write its own transaction, each read one session."""
-        return KvAutoCommitTable(self, name, self.session, self.layouts)
+        return KvAutoCommitTable(self, name, self.session, self.layouts, self._store)
 
     def revision(self) -> int:
         """The store's current revision (0 before the first recorded write)."""
@@ -88,6 +89,6 @@ class KvProvider(ProviderBase):
 
     def close(self) -> None:
         """Release the store."""
-        if not self._closed:
-            self._closed = True
+        if not self.closed:
+            self.closed = True
             self._store.close()
