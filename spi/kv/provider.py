@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-from spi.changes import Change
 from spi.errors import KvError
 from spi.keys import KeyLike
-from spi.kv import changes as feed_reads
-from spi.kv.admin import KvAdmin
 from spi.kv.autocommit import KvAutoCommitTable
 from spi.kv.feed import DEFAULT_RETENTION, FeedSettings
 from spi.kv.layout import LayoutCache
 from spi.kv.store import OrderedStore, StoreSession
 from spi.kv.transaction import KvTransaction
 from spi.provider import ProviderBase
+
+if TYPE_CHECKING:  # imported when first used: a one-off read or count needs neither
+    from spi.changes import Change
+    from spi.kv.admin import KvAdmin
 
 
 class KvProvider(ProviderBase):
@@ -26,13 +28,17 @@ class KvProvider(ProviderBase):
         self._feed = FeedSettings(changes_retention)
         self.layouts = LayoutCache()
         """Decoded table layouts, shared by this provider's transactions and reads."""
-        self._admin = KvAdmin(self.transaction, self.session, self.layouts)
+        self._admin: KvAdmin | None = None
         self.closed = False
         """True once :meth:`close` ran (every call then fails)."""
 
     @property
     def admin(self) -> KvAdmin:
         """Table management."""
+        if self._admin is None:
+            from spi.kv.admin import KvAdmin
+
+            self._admin = KvAdmin(self.transaction, self.session, self.layouts)
         return self._admin
 
     def transaction(self) -> KvTransaction:
@@ -57,6 +63,8 @@ class KvProvider(ProviderBase):
 
     def revision(self) -> int:
         """The store's current revision (0 before the first recorded write)."""
+        from spi.kv import changes as feed_reads
+
         return feed_reads.revision(self.session)
 
     def changes(
@@ -69,6 +77,8 @@ class KvProvider(ProviderBase):
         limit: int | None = None,
     ) -> Iterator[Change]:
         """Recorded events after ``since`` up to the current revision (see :mod:`spi.kv.changes`)."""
+        from spi.kv import changes as feed_reads
+
         return feed_reads.changes(self.session, self.layouts, tables, since, key, prefix, limit)
 
     def watch(
@@ -81,10 +91,14 @@ class KvProvider(ProviderBase):
         timeout: float | None = None,
     ) -> Iterator[Change]:
         """Recorded, then live events of ``table`` (see :mod:`spi.kv.changes`)."""
+        from spi.kv import changes as feed_reads
+
         return feed_reads.watch(self._brief_session, self.layouts, self._store, table, key, prefix, since, timeout)
 
     def compact(self, revision: int) -> None:
         """Forget the events with revision <= ``revision``."""
+        from spi.kv import changes as feed_reads
+
         feed_reads.compact(self.transaction, revision)
 
     def close(self) -> None:
