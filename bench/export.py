@@ -1,6 +1,7 @@
 """Spark export of a PostgreSQL table to parquet: kvctl's data source vs Spark's JDBC reader.
 
     python bench/export.py [--rows 1000000] [--partitions N] [--url URL] [--master local[*]]
+                           [--rounds 5] [--warm-ups 2]
 
 Both read the same table with the same number of partitions (JDBC: partitionColumn
 on the key, bounds 0..rows, fetchsize 10000) and write parquet in the same Spark
@@ -138,6 +139,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=None, help="default: Spark's default parallelism")
     parser.add_argument("--url", default=None, help="a postgresql+psycopg:// URL (default: a throwaway server)")
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="timed rounds of each path")
+    parser.add_argument("--warm-ups", type=int, default=WARM_UPS, help="untimed full-size exports of each path first")
     args = parser.parse_args()
     if not os.path.exists(JAR):
         sys.exit(f"{JAR} is missing: apt-get install libpostgresql-jdbc-java")
@@ -154,15 +157,26 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="kvctl-bench-export-")
     try:
         ensure_table(url, args.rows)
-        run(url, args.rows, args.partitions, args.master, work)
+        run(url, args.rows, args.partitions, args.master, work, rounds=args.rounds, warm_ups=args.warm_ups)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if server is not None:
             server.stop()
 
 
-def run(url: str, n: int, partitions: int | None, master: str, work: str) -> None:
-    """The timed part: warm-up, kvctl export, JDBC export, pyarrow floor."""
+def run(
+    url: str,
+    n: int,
+    partitions: int | None,
+    master: str,
+    work: str,
+    *,
+    rounds: int = ROUNDS,
+    warm_ups: int = WARM_UPS,
+    spark: Any = None,
+) -> None:
+    """The timed part: warm-up, kvctl export, JDBC export, pyarrow floor (in ``spark``,
+    a session with the JDBC driver jar, or one started here)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -170,7 +184,11 @@ def run(url: str, n: int, partitions: int | None, master: str, work: str) -> Non
     from kvctl.spark.transfer import export_table
     from spi.arrow import arrow_schema
 
-    spark = spark_session(master, app_name="kvctl-bench-export", conf={"spark.jars": JAR, "spark.driver.memory": "2g"})
+    if spark is None:
+        conf = {"spark.jars": JAR, "spark.driver.memory": "2g"}
+        spark = spark_session(master, app_name="kvctl-bench-export", conf=conf)
+    else:
+        master = spark.sparkContext.master
     p = partitions or spark.sparkContext.defaultParallelism
     jdbc = jdbc_options(url, n, p)
 
@@ -183,12 +201,12 @@ def run(url: str, n: int, partitions: int | None, master: str, work: str) -> Non
     # Spark's JIT compiles the parquet writer, row conversion and the readers during
     # the first full-size exports: WARM_UPS exports of each path at full size, then ROUNDS
     # alternating rounds, so neither path pays for (or profits from) the other's warm-up.
-    for _ in range(WARM_UPS):
+    for _ in range(warm_ups):
         kvctl_export(os.path.join(work, "warm-kvctl"))
         jdbc_export(os.path.join(work, "warm-jdbc"))
     kvctl_times: list[float] = []
     jdbc_times: list[float] = []
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         kvctl_times.append(timed(lambda: kvctl_export(os.path.join(work, "kvctl"))))
         jdbc_times.append(timed(lambda: jdbc_export(os.path.join(work, "jdbc"))))
     got_kvctl = pq.read_table(os.path.join(work, "kvctl")).num_rows
@@ -200,7 +218,7 @@ def run(url: str, n: int, partitions: int | None, master: str, work: str) -> Non
     floor_s = timed(lambda: pq.write_table(table, os.path.join(work, "floor.parquet")))
 
     print(f"Spark export of {n:,} PostgreSQL rows to parquet, {p} partitions, master {master}")
-    print(f"each path: {WARM_UPS} full-size warm-ups, then {ROUNDS} alternating rounds (all times listed)")
+    print(f"each path: {warm_ups} full-size warm-ups, then {rounds} alternating rounds (all times listed)")
     print(f"{'path':<30}{'best s':>8}{'median s':>10}{'rows/s (best)':>15}  all")
     for name, times in (("kvctl data source", kvctl_times), ("Spark JDBC reader", jdbc_times)):
         listed = " ".join(f"{t:.2f}" for t in times)

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from kvctl.grid import Grid
 from kvctl.render import bare, word
-from kvctl.rowtext import csv_line, json_line
+from kvctl.rowtext import RowLines, csv_line, csv_lines, json_line
 from spi.types import FieldType
 
 CHUNK = 512
@@ -67,9 +67,11 @@ class RowPrinter:
         self._lines: list[Any] = []  # json/csv lines not yet written (written in chunks)
         self._json: Callable[[Mapping[str, Any]], bytes] | None = None
         self._csv: Callable[[Mapping[str, Any]], str] | None = None
+        self._csv_chunk: RowLines | None = None
         if fmt in (OutputFormat.csv, OutputFormat.tsv):
             delimiter = "," if fmt is OutputFormat.csv else "\t"
             self._csv = csv_line(self.columns, types, delimiter)
+            self._csv_chunk = csv_lines(self.columns, types, delimiter)
             self._lines.append(csv_line(self.columns, None, delimiter)(dict(zip(self.columns, self.columns))))
         elif fmt in (OutputFormat.json, OutputFormat.ndjson):
             self._json = json_line(types)
@@ -102,7 +104,10 @@ class RowPrinter:
             chunk = list(islice(rows, CHUNK))
             if not chunk:
                 return
-            self._lines.extend(map(encode, chunk))  # type: ignore[arg-type]
+            if self._csv_chunk is not None:
+                self._lines.append(self._csv_chunk(chunk))  # the chunk's lines as one text
+            else:
+                self._lines.extend(map(encode, chunk))  # type: ignore[arg-type]
             self.count += len(chunk)
 
     def _write_lines(self) -> None:

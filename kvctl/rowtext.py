@@ -11,6 +11,7 @@ these builders only make a row's line in fewer Python steps:
   cell for strings, numbers and booleans); a line that needs quoting (a quote, a line
   break, or a delimiter inside a value) is left to :mod:`csv`, so the output is
   exactly ``csv.writer``'s (excel / excel-tab dialects, ``\\n`` line ends).
+  :func:`csv_lines` makes a whole chunk of such lines in one generated comprehension.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from spi.textvalues import to_json_value
 from spi.types import FieldType
 
 RowLine = Callable[[Mapping[str, Any]], str]
+RowLines = Callable[[list[Mapping[str, Any]]], str]
 _CONVERTED = (FieldType.TIMESTAMP, FieldType.FLOAT, FieldType.DOUBLE)
 """Types whose values msgspec would write differently from :func:`to_json_value`
 (it writes ``Z`` for UTC and null for NaN)."""
@@ -63,6 +65,22 @@ def json_line(types: Mapping[str, FieldType] | None) -> Callable[[Mapping[str, A
 def csv_line(columns: list[str], types: Mapping[str, FieldType] | None, delimiter: str) -> RowLine:
     """``line(row)``: the csv (``delimiter`` ``,``) or tsv (``\\t``) line of ``row``'s
     ``columns``, with its line end, exactly as :mod:`csv` writes it."""
+    return _csv_builders(columns, types, delimiter)[0]
+
+
+def csv_lines(columns: list[str], types: Mapping[str, FieldType] | None, delimiter: str) -> RowLines:
+    """``lines(rows)``: the :func:`csv_line` lines of a chunk of rows, as one text.
+
+    With the columns' types known, the whole chunk is one generated comprehension
+    (no call per row), checked once: no quote or carriage return anywhere, one line
+    end and ``len(columns) - 1`` delimiters a row. A chunk that fails the check (a
+    value needing quotes, a missing column) is made again line by line."""
+    return _csv_builders(columns, types, delimiter)[1]
+
+
+def _csv_builders(
+    columns: list[str], types: Mapping[str, FieldType] | None, delimiter: str
+) -> tuple[RowLine, RowLines]:
     dialect = "excel" if delimiter == "," else "excel-tab"
 
     def quoted(cells: list[str]) -> str:
@@ -73,8 +91,11 @@ def csv_line(columns: list[str], types: Mapping[str, FieldType] | None, delimite
     def generic(row: Mapping[str, Any]) -> str:
         return quoted([field(row.get(c)) for c in columns])
 
+    def generic_lines(rows: list[Mapping[str, Any]]) -> str:
+        return "".join(map(generic, rows))
+
     if types is None or not columns:
-        return generic
+        return generic, generic_lines
     cells = []
     for i, c in enumerate(columns):
         kind = types.get(c)
@@ -99,6 +120,16 @@ def csv_line(columns: list[str], types: Mapping[str, FieldType] | None, delimite
         f"    if '\"' in text or '\\n' in text or '\\r' in text or text.count(D) != {len(columns) - 1} or not text:\n"
         "        return quoted([field(values.get(c)) for c in C])\n"
         "    return text + '\\n'\n"
+        "def lines(rows):\n"
+        "    try:\n"
+        f'        text = "\\n".join([f"{text}" for r in rows for values in (r.to_dict() if type(r) is Row else as_dict(r),)])\n'
+        "    except KeyError:\n"
+        "        return ''.join(map(line, rows))\n"
+        "    n = len(rows)\n"
+        f"    if n and ({len(columns)} == 1 or '\"' in text or '\\r' in text or text.count('\\n') != n - 1\n"
+        f"              or text.count(D) != {len(columns) - 1} * n):\n"
+        "        return ''.join(map(line, rows))\n"
+        "    return text + '\\n' if n else ''\n"
     )
     namespace: dict[str, Any] = {
         "C": tuple(columns),
@@ -108,7 +139,7 @@ def csv_line(columns: list[str], types: Mapping[str, FieldType] | None, delimite
         "field": field,
         "generic": generic,
         "quoted": quoted,
+        "Row": Row,
     }
     exec(source, namespace)  # the source holds only generated names: column names come from C
-    built: RowLine = namespace["line"]
-    return built
+    return namespace["line"], namespace["lines"]

@@ -113,35 +113,51 @@ def staging_tables(url: str) -> list[str]:
         return staging_tables_of(p)
 
 
-def staging_tables_of(p: Any) -> list[str]:
-    """:func:`staging_tables` of an open provider."""
+def staging_tables_of(p: Any, tx: Any = None) -> list[str]:
+    """:func:`staging_tables` of an open provider (read in ``tx``, or a transaction of its own)."""
+    if tx is None:
+        with p.transaction() as own:
+            return staging_tables_of(p, own)
     if p.store_id.startswith("rocksdb"):
         from spi.kv.layout import CATALOG
 
-        with p.transaction() as tx:
-            names = [k[len(CATALOG) :].decode() for k, _ in tx.iterate(CATALOG, CATALOG + b"\xff", False)]
+        names = [k[len(CATALOG) :].decode() for k, _ in tx.iterate(CATALOG, CATALOG + b"\xff", False)]
     else:
         import sqlalchemy as sa
 
         from providers.postgres.schema import catalog_table
 
-        catalog = catalog_table(p.schema)
-        with p.transaction() as tx:
-            names = [r[0] for r in tx.execute(sa.select(catalog.c.name)).fetchall()]
+        names = [r[0] for r in tx.execute(sa.select(catalog_table(p.schema).c.name)).fetchall()]
     return sorted(n for n in names if is_staging(n))
 
 
 def kill_while_staging(url: str, proc: subprocess.Popen[str], rows: int) -> None:
     """SIGKILL ``proc``'s whole process group once a staging table in ``url`` holds at
-    least ``rows`` rows (fail if the process ends first)."""
+    least ``rows`` rows (fail if the process ends first).
+
+    Each look, and the kill, happen while the watcher holds the staging table still:
+    on RocksDB its transaction holds the store, which every writer waits for; on
+    PostgreSQL it takes a SHARE lock on the staging table, which a load into it and
+    the swap wait for. So the process is killed at the point the look saw, never a
+    moment later (after the swap)."""
     with spi.connect(url) as watcher:
 
-        def staged() -> bool:
-            names = staging_tables_of(watcher)
-            return bool(names) and watcher.table(names[0]).count() >= rows
+        def staged_then_killed() -> bool:
+            with watcher.transaction() as tx:
+                names = staging_tables_of(watcher, tx)
+                if not names:
+                    return False
+                if not watcher.store_id.startswith("rocksdb"):
+                    import sqlalchemy as sa
+
+                    tx.execute(sa.text(f'LOCK TABLE "{watcher.schema}"."{names[0]}" IN SHARE MODE'))
+                if tx.table(names[0]).count() < rows:
+                    return False
+                os.killpg(proc.pid, signal.SIGKILL)
+                return True
 
         try:
-            wait_until("rows were staged", staged, proc, timeout=300)
+            wait_until("rows were staged", staged_then_killed, proc, timeout=300, every=0.01)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -198,8 +214,11 @@ def peak_rss(*command: str) -> tuple[int, float]:
     return peak, seconds
 
 
-def wait_until(what: str, check: Callable[[], bool], proc: subprocess.Popen[str], timeout: float = 120) -> None:
-    """Poll ``check`` until it holds (fail if ``proc`` ends first or time runs out)."""
+def wait_until(
+    what: str, check: Callable[[], bool], proc: subprocess.Popen[str], timeout: float = 120, every: float = 0.05
+) -> None:
+    """Poll ``check`` every ``every`` seconds until it holds (fail if ``proc`` ends
+    first or time runs out)."""
     deadline = time.monotonic() + timeout
     while not check():
         if proc.poll() is not None:
@@ -207,4 +226,4 @@ def wait_until(what: str, check: Callable[[], bool], proc: subprocess.Popen[str]
             raise AssertionError(f"the process ended (exit {proc.returncode}) before {what}: {out} {err}")
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+        time.sleep(every)

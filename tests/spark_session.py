@@ -2,16 +2,19 @@
 
 Starting Spark takes seconds, so every Spark test uses this session: local[2],
 small memory, workers importing this checkout (``kvctl.spark.session`` puts the
-repository root on ``PYTHONPATH``).
+repository root on ``PYTHONPATH``), and PostgreSQL's JDBC driver when it is installed
+(for the export benchmark's smoke test).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from typing import Any
 
 _session: Any = None
+JDBC_JAR = "/usr/share/java/postgresql.jar"
 
 
 def need_spark() -> None:
@@ -29,7 +32,8 @@ def start() -> Any:
     if _session is None:
         from kvctl.spark.session import spark_session
 
-        _session = spark_session(
-            "local[2]", app_name="kvctl-tests", conf={"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"}
-        )
+        conf = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"}
+        if os.path.exists(JDBC_JAR):
+            conf["spark.jars"] = JDBC_JAR
+        _session = spark_session("local[2]", app_name="kvctl-tests", conf=conf)
     return _session

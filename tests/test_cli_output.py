@@ -16,7 +16,7 @@ import spi
 from kvctl.grid import SAMPLE_ROWS, Grid
 from kvctl.output import OutputFormat, RowPrinter
 from kvctl.render import field, json_row
-from kvctl.rowtext import csv_line, json_line
+from kvctl.rowtext import csv_line, csv_lines, json_line
 from spi.types import FieldType
 
 
@@ -121,9 +121,9 @@ _ROWS = st.fixed_dictionaries({c: st.none() | v for c, v in _VALUES.items()})
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_ROWS, max_size=4), st.sampled_from(list(_TYPES)))
 def test_fast_lines_match_csv_writer_and_json_dumps(rows: list[dict[str, Any]], only: str) -> None:
-    """The generated csv/tsv lines and the msgspec JSON lines say exactly what csv.writer
-    and json.dumps of the rendered values say, for every type, quoting case and column
-    subset (one column alone included)."""
+    """The generated csv/tsv lines (row by row and a chunk at once) and the msgspec JSON
+    lines say exactly what csv.writer and json.dumps of the rendered values say, for
+    every type, quoting case and column subset (one column alone included)."""
     for columns in (list(_TYPES), [only]):
         for delimiter, dialect in ((",", "excel"), ("\t", "excel-tab")):
             line = csv_line(columns, _TYPES, delimiter)
@@ -132,6 +132,13 @@ def test_fast_lines_match_csv_writer_and_json_dumps(rows: list[dict[str, Any]], 
                 csv.writer(expected, dialect=dialect, lineterminator="\n").writerow([field(row[c]) for c in columns])
                 assert line(row) == expected.getvalue()
                 assert line(spi.Row(row, 1)) == expected.getvalue()
+            chunk = io.StringIO()  # a chunk's lines at once: the same text
+            csv.writer(chunk, dialect=dialect, lineterminator="\n").writerows(
+                [[field(r[c]) for c in columns] for r in rows]
+            )
+            lines = csv_lines(columns, _TYPES, delimiter)
+            assert lines(rows) == chunk.getvalue()
+            assert lines([spi.Row(r, 1) for r in rows]) == chunk.getvalue()
     for types in (_TYPES, None):
         encode = json_line(types)
         for row in rows:
@@ -140,14 +147,18 @@ def test_fast_lines_match_csv_writer_and_json_dumps(rows: list[dict[str, Any]], 
             assert row == {**row}  # the caller's row is left as it was
 
 
-def test_printed_json_and_csv_come_in_chunks_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = [{"k": i, "v": f"x{i}"} for i in range(1300)]
+@pytest.mark.parametrize("all_at_once", [False, True])
+def test_printed_json_and_csv_come_in_chunks_in_order(monkeypatch: pytest.MonkeyPatch, all_at_once: bool) -> None:
+    rows = [{"k": i, "v": f"x{i}" if i != 700 else 'a "quoted", value'} for i in range(1300)]
     types = {"k": FieldType.LONG, "v": FieldType.STRING}
     for fmt in (OutputFormat.json, OutputFormat.ndjson, OutputFormat.csv):
         out = io.StringIO()
         printer = RowPrinter(fmt, ["k", "v"], out=out, types=types)
-        for row in rows:
-            printer.add(row)
+        if all_at_once:
+            printer.add_all(iter(rows))
+        else:
+            for row in rows:
+                printer.add(row)
         printer.close()
         text = out.getvalue()
         if fmt is OutputFormat.json:

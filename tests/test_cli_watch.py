@@ -162,31 +162,52 @@ def test_watch_lines_are_flushed_as_events_happen(url: str) -> None:
 def test_watch_ends_quietly_on_a_closed_pipe(url: str) -> None:
     for i in range(3):
         kv(url, "put", "o", json.dumps({"id": i}))
-    cmd = f"{sys.executable} -m kvctl --url '{url}' watch o --since 0 --timeout 30 | head -n 1"
-    proc = subprocess.run(
+    cmd = f"{sys.executable} -m kvctl --url '{url}' watch o --since 0 --timeout 60 | head -n 1"
+    proc = subprocess.Popen(
         ["bash", "-o", "pipefail", "-c", cmd],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=60,
     )
-    # head exits after one line; the watcher sees the closed pipe at its next event
-    assert len(proc.stdout.splitlines()) == 1 and "Traceback" not in proc.stderr and proc.stderr == ""
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        # head exits after one line; the watcher sees the closed pipe when it writes
+        # its next event (the first ones may still fit in the pipe before head exits)
+        started = time.monotonic()
+        for i in range(3, 40):
+            kv(url, "put", "o", json.dumps({"id": i}))
+            try:
+                proc.wait(0.2)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        out, err = proc.communicate(timeout=30)
+        ended = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert json.loads(first)["key"] == {"id": 0} and out == ""
+    assert "Traceback" not in err and err == ""
     assert proc.returncode == 0
+    assert ended < 20, ended  # ended by the closed pipe, not by --timeout
 
 
 def test_get_watch_prints_the_row_after_each_change(url: str) -> None:
     kv(url, "put", "o", '{"id": 1, "s": "a"}')
     watcher = spawn(url, "get", "o", "id=1", "--watch", "--versions", "--columns", "s", "--timeout", "60")
-    time.sleep(1.0)
+    assert watcher.stdout is not None
+    lines = [watcher.stdout.readline()]  # the row as it is: the watch has begun
     kv(url, "update", "o", "id=1", "--set", "s=b")
     kv(url, "put", "o", '{"id": 2, "s": "other"}')  # another key: not shown
     kv(url, "delete", "o", "id=1")
     kv(url, "put", "o", '{"id": 1}')
-    time.sleep(1.5)
+    lines += [watcher.stdout.readline() for _ in range(3)]
     watcher.send_signal(signal.SIGINT)
     out, _ = watcher.communicate(timeout=30)
-    assert [json.loads(line) for line in out.splitlines()] == [
+    assert out == ""  # nothing more
+    assert [json.loads(line) for line in lines] == [
         {"id": 1, "s": "a", "_version": 1},
         {"id": 1, "s": "b", "_version": 2},
         None,

@@ -1,10 +1,10 @@
-"""The Spark export benchmark still runs (tiny size; no timings are asserted)."""
+"""The Spark export benchmark still runs (tiny size, one round, no warm-up, in the test
+run's Spark session; no timings are asserted)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -12,38 +12,28 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-JAR = "/usr/share/java/postgresql.jar"
 
 
 @pytest.mark.spark
 @pytest.mark.postgres
-def test_export_bench_smoke(pg_server: Any) -> None:
+def test_export_bench_smoke(spark: Any, pg_server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from conftest import need
     from pg_server import drop_schemas
-    from spark_session import need_spark
+    from spark_session import JDBC_JAR
 
-    need_spark()
-    need("The PostgreSQL JDBC driver", os.path.exists(JAR), "apt-get install libpostgresql-jdbc-java")
+    need("The PostgreSQL JDBC driver", os.path.exists(JDBC_JAR), "apt-get install libpostgresql-jdbc-java")
+    module = importlib.util.spec_from_file_location("bench_export", ROOT / "bench" / "export.py")
+    assert module is not None and module.loader is not None
+    bench = importlib.util.module_from_spec(module)
+    module.loader.exec_module(bench)
     schema = f"kvctl_bench_{uuid.uuid4().hex[:8]}"
+    url = f"{pg_server.url}?schema={schema}"
     try:
-        result = subprocess.run(
-            [
-                sys.executable,
-                str(ROOT / "bench" / "export.py"),
-                "--rows",
-                "3000",
-                "--url",
-                f"{pg_server.url}?schema={schema}",
-            ],
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        bench.ensure_table(url, 3000)
+        bench.run(url, 3000, None, "", str(tmp_path), rounds=1, warm_ups=0, spark=spark)
     finally:
         drop_schemas(pg_server.dsn, [schema])
-    assert result.returncode == 0, result.stderr[-2000:]
-    lines = result.stdout.splitlines()
+    lines = capsys.readouterr().out.splitlines()
     for path in ("kvctl data source", "Spark JDBC reader", "pyarrow write_table (floor)"):
-        assert any(line.startswith(path) for line in lines), result.stdout
-    assert any(line.startswith("kvctl speed vs JDBC") for line in lines), result.stdout
+        assert any(line.startswith(path) for line in lines), lines
+    assert any(line.startswith("kvctl speed vs JDBC") for line in lines), lines

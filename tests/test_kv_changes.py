@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +126,12 @@ def _events(p: Any) -> Iterator[spi.Change]:
 
 @pytest.mark.slow
 def test_sigkill_during_a_load_into_a_change_fed_table_keeps_rows_and_events_together(tmp_path: Path) -> None:
+    """Four loaders, each on a path of its own, killed at random moments (side by side:
+    the rounds are independent)."""
     rng = random.Random(4321)
-    for round_ in range(4):
+    delays = [rng.uniform(0.0, 0.4) for _ in range(4)]
+
+    def load_and_kill(round_: int) -> None:
         url = f"rocksdb://{tmp_path}/db{round_}"
         proc = subprocess.Popen(
             [sys.executable, "-c", textwrap.dedent(_LOADER), url],
@@ -138,7 +143,7 @@ def test_sigkill_during_a_load_into_a_change_fed_table_keeps_rows_and_events_tog
         )
         assert proc.stdout is not None
         reported = int(proc.stdout.readline())  # at least one batch committed
-        time.sleep(rng.uniform(0.0, 0.4))
+        time.sleep(delays[round_])
         proc.send_signal(signal.SIGKILL)
         out, _ = proc.communicate()
         assert proc.returncode == -signal.SIGKILL, "the loader finished before it was killed"
@@ -154,6 +159,9 @@ def test_sigkill_during_a_load_into_a_change_fed_table_keeps_rows_and_events_tog
             assert p.revision() == 2 + n // 1000  # one revision per committed batch
             assert [e.revision for e in events[2::1000]] == list(range(3, 3 + n // 1000))
             assert p.admin.verify("t") == []
+
+    with ThreadPoolExecutor(len(delays)) as pool:
+        list(pool.map(load_and_kill, range(len(delays))))
 
 
 def test_a_rocksdb_commit_announces_its_revision_in_a_file(tmp_path: Path) -> None:

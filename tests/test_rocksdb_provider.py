@@ -305,3 +305,42 @@ def test_a_table_without_a_row_counter_counts_by_walking_its_keys(url: str, tmp_
         t.delete((0,))
         t.upsert({"k": 42, "bal": 1})
         assert t.count() == 10 and p.admin.verify("acct") == []
+
+
+def test_one_off_reads_outside_a_session_keep_the_contract(url: str) -> None:
+    """A one-off read of an open, idle database is one get outside any session: it
+    waits for another thread's transaction (it sees the state before or after it, never
+    a part), sees a table altered meanwhile, and fails on a closed provider even while
+    another provider keeps the path open."""
+    p, other = spi.connect(url), spi.connect(url)
+    p.admin.create(ACCOUNTS)
+    t = p.table("acct")
+    t.upsert({"k": 1, "bal": 5, "tag": "a"})
+    assert t.read((1,))["bal"] == 5  # type: ignore[index]  # the layout is remembered now
+    holding, release = threading.Event(), threading.Event()
+
+    def transfer() -> None:
+        with p.transaction() as tx:
+            tx.table("acct").update((1,), {"bal": 6})
+            holding.set()
+            release.wait(5)
+
+    writer = threading.Thread(target=transfer)
+    writer.start()
+    holding.wait(5)
+    got: list[Any] = []
+    reader = threading.Thread(target=lambda: got.append(t.read((1,))))
+    reader.start()
+    reader.join(0.3)
+    assert reader.is_alive() and not got  # waits for the transaction, as a session would
+    release.set()
+    writer.join()
+    reader.join(5)
+    assert got[0]["bal"] == 6
+    other.admin.create_or_update(spi.TableSpec("acct", [*ACCOUNTS.fields, spi.Field("x", "long")], ["k"], ["tag"]))
+    assert dict(t.read((1,))) == {"k": 1, "bal": 6, "tag": "a", "x": None}  # type: ignore[arg-type]
+    p.close()
+    assert other.table("acct").read((1,)) is not None  # the path stays open, through the other provider
+    with pytest.raises(KvError, match="closed"):
+        t.read((1,))
+    other.close()

@@ -32,9 +32,12 @@ import random
 import threading
 import time
 from collections import deque
+from threading import get_ident
+from time import monotonic
 from typing import Any
 
 from spi.errors import KvError, ProviderUnavailableError
+from spi.kv.store import STALE, Stale
 
 LINGER = 0.25
 """Seconds an idle open database is kept before it is closed and unlocked (sooner
@@ -99,7 +102,6 @@ class PathHandle:
         # context manager costs less than the condition's); never taken twice by one thread.
         self._mutex = threading.Lock()
         self._cond = threading.Condition(self._mutex)
-        self._reaper_parked = False  # the linger thread waits for the owner to leave
         self._owner: int | None = None
         self._queue: deque[int] = deque()
         self._db: Any = None
@@ -110,11 +112,10 @@ class PathHandle:
         self._listeners = 0  # this process's watchers waiting for an announcement
         self._announced_at: tuple[int, int] | None = None  # (generation, revision) of the last announcement
         self._close_on_release = False
-        self._opened_at = 0.0
         self._idle_since: float | None = None
         self._reaper: threading.Thread | None = None
         self._polite = False
-        self._next_waiter_check = 0.0
+        self._next_waiter_check = 0.0  # see _should_yield
         self._read_only = False  # the open database is in RocksDB's read-only mode
         self.wrote = False
         """True once a session committed to the open database (it is flushed at close)."""
@@ -134,13 +135,15 @@ class PathHandle:
         ``brief``: a one-off read by a process that then waits (a watcher): if it has
         to open the database, :meth:`release` closes it at once instead of lingering.
         """
-        me = threading.get_ident()
+        me = get_ident()
         with self._mutex:
             if self._owner is None and not self._queue:
                 self._owner = me
             else:
-                self._wait_turn(me, time.monotonic() + timeout, timeout)
-            self._idle_since = None
+                self._wait_turn(me, monotonic() + timeout, timeout)
+        db = self._db
+        if db is not None and monotonic() < self._next_waiter_check and (read_only or not self._read_only):
+            return db  # open, in the mode asked for, and too soon to look for waiters: the one-off path
         try:
             if self._db is not None and (self._should_yield() or (self._read_only and not read_only)):
                 self._close()
@@ -152,6 +155,27 @@ class PathHandle:
             self._leave()
             raise
         return self._db
+
+    def get_if_idle(self, generation: int, key: bytes) -> bytes | Stale | None:
+        """One read without a session (see :meth:`OrderedStore.get_if_idle`): only
+        while the database is open, no session runs, ``generation`` is current and
+        no other process waits for the path (looked for as often as a session
+        does); read under the mutex, so no session starts and the linger thread
+        cannot close meanwhile. Counts as use: the idle period starts again."""
+        with self._mutex:
+            db = self._db
+            if db is None or self._owner is not None or self._queue or generation != self.generation:
+                return STALE
+            now = monotonic()
+            if now >= self._next_waiter_check:
+                if self._others_waiting():
+                    return STALE  # a session lets the waiting process in (see release)
+                self._next_waiter_check = now + WAITER_CHECK
+            self._idle_since = now
+            try:
+                return db.get(key)  # type: ignore[no-any-return]
+            except Exception as exc:
+                raise driver_error(exc, "reading", self.path) from None
 
     def _wait_turn(self, me: int, deadline: float, timeout: float) -> None:
         """Queue for the handle (the caller holds the mutex); first come, first served:
@@ -193,31 +217,32 @@ class PathHandle:
                 return
             self._owner = None
             if self._db is not None:
-                self._idle_since = time.monotonic()
+                self._idle_since = monotonic()
                 if self._reaper is None:
                     self._reaper = threading.Thread(target=self._reap, name="kvctl-rocksdb-linger", daemon=True)
                     self._reaper.start()
-                elif self._reaper_parked:
-                    self._cond.notify_all()
-            elif self._reaper_parked:
-                self._cond.notify_all()
 
     def _reap(self) -> None:
-        """Close the database once it has been idle for LINGER seconds."""
+        """Close the database once it has been idle for LINGER seconds, or at once when
+        another process waits for it while it is idle.
+
+        It looks every WAITER_CHECK seconds while the database is open, in use or not:
+        a session that ends does not wake it (back-to-back one-off calls would hand the
+        interpreter to this thread at every call)."""
         with self._cond:
             while self._db is not None:
                 if self._owner is None and self._idle_since is not None:
-                    left = self._idle_since + LINGER - time.monotonic()
-                    if left <= 0 or self._others_waiting():
+                    left = self._idle_since + LINGER - monotonic()
+                    if left <= 0:
+                        self._close()
+                        break
+                    if self._others_waiting():
+                        self._polite = True  # our next open lets the waiting processes in first
                         self._close()
                         break
                     self._cond.wait(min(left, WAITER_CHECK))
                 else:
-                    self._reaper_parked = True
-                    try:
-                        self._cond.wait()
-                    finally:
-                        self._reaper_parked = False
+                    self._cond.wait(WAITER_CHECK)
             self._reaper = None
 
     # -------------------------------------------------------------- change feeds
@@ -267,11 +292,12 @@ class PathHandle:
 
     # -------------------------------------------------------------- inter-process
     def _should_yield(self) -> bool:
-        # Looking for waiters costs a file open and an flock: back-to-back transactions
-        # look at most every WAITER_CHECK seconds, so a waiter gets its turn within
-        # QUANTUM + WAITER_CHECK while one-off calls stay cheap.
-        now = time.monotonic()
-        if now - self._opened_at < QUANTUM or now < self._next_waiter_check:
+        # Looking for waiters costs an flock: back-to-back transactions look only after
+        # QUANTUM seconds open and then at most every WAITER_CHECK seconds (one deadline,
+        # _next_waiter_check), so a waiter gets its turn within QUANTUM + WAITER_CHECK
+        # while one-off calls stay cheap.
+        now = monotonic()
+        if now < self._next_waiter_check:
             return False
         self._next_waiter_check = now + WAITER_CHECK
         if not self._others_waiting():
@@ -318,7 +344,7 @@ class PathHandle:
         with contextlib.suppress(OSError):
             self._wait_fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self.generation += 1
-        self._opened_at = time.monotonic()
+        self._next_waiter_check = monotonic() + QUANTUM
 
     def _prepare_directory(self) -> None:
         path = self.path

@@ -13,6 +13,7 @@ from providers.rocksdb.url import RocksUrl, parse_url
 from spi.capabilities import Capability
 from spi.errors import KvError, ProviderUnavailableError, UrlError
 from spi.kv import KvProvider, OrderedStore, StoreSession
+from spi.kv.store import Stale
 
 _FIRST_CHUNK = 16
 _MAX_CHUNK = 1024
@@ -26,11 +27,13 @@ class _RocksSession(StoreSession):
     every iterator even if a scan generator is still referenced somewhere.
     """
 
+    __slots__ = ("_boxes", "_db", "_handle", "_sync")
+
     def __init__(self, handle: PathHandle, db: Any, sync: bool) -> None:
         self._handle = handle
         self._db = db
         self._sync = sync
-        self._boxes: dict[int, list[Any]] = {}
+        self._boxes: dict[int, list[Any]] | None = None  # made by the first scan: most one-off reads never scan
 
     def get(self, key: bytes) -> bytes | None:
         try:
@@ -85,6 +88,8 @@ class _RocksSession(StoreSession):
 
     def _chunk_lists(self, start: Callable[[], Any]) -> Iterator[list[Any]]:
         box: list[Any] = []
+        if self._boxes is None:
+            self._boxes = {}
         self._boxes[id(box)] = box
         try:
             try:
@@ -105,7 +110,8 @@ class _RocksSession(StoreSession):
                 size = min(size * 4, _MAX_CHUNK)
         finally:
             box.clear()
-            self._boxes.pop(id(box), None)
+            if self._boxes is not None:
+                self._boxes.pop(id(box), None)
 
     def commit(self, range_deletes: list[tuple[bytes, bytes]], keys: list[bytes], values: list[bytes | None]) -> None:
         import rocksdict
@@ -165,6 +171,12 @@ class RocksStore(OrderedStore):
     def brief_session(self) -> StoreSession:
         db = self._handle.acquire(self.options.busy_timeout, True, brief=True)  # a watcher only reads
         return _RocksSession(self._handle, db, self.options.sync)
+
+    def peek_generation(self) -> int | None:
+        return self._handle.generation
+
+    def get_if_idle(self, generation: int, key: bytes) -> bytes | Stale | None:
+        return self._handle.get_if_idle(generation, key)
 
     def close(self) -> None:
         self._handle.close_if_idle()

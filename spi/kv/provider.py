@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-from spi.changes import DEFAULT_RETENTION, Change
+from spi.changes import DEFAULT_RETENTION
 from spi.errors import KvError
 from spi.keys import KeyLike
-from spi.kv import changes as feed_reads
-from spi.kv.admin import KvAdmin
 from spi.kv.autocommit import KvAutoCommitTable
 from spi.kv.feed import FeedSettings
 from spi.kv.layout import LayoutCache
@@ -16,6 +15,10 @@ from spi.kv.store import OrderedStore, StoreSession
 from spi.kv.transaction import KvTransaction
 from spi.provider import ProviderBase
 from spi.sweeper import DEFAULT_SWEEP_INTERVAL, BackgroundSweeper
+
+if TYPE_CHECKING:  # imported when first used: a one-off read or count needs neither
+    from spi.changes import Change
+    from spi.kv.admin import KvAdmin
 
 
 class KvProvider(ProviderBase):
@@ -34,13 +37,18 @@ class KvProvider(ProviderBase):
         self._feed = FeedSettings(changes_retention)
         self.layouts = LayoutCache()
         """Decoded table layouts, shared by this provider's transactions and reads."""
-        self._admin = KvAdmin(self.transaction, self.session, self.layouts)
-        self._closed = False
+        self._admin: KvAdmin | None = None
+        self.closed = False
+        """True once :meth:`close` ran (every call then fails)."""
         self._sweeper = BackgroundSweeper(self.sweep_expired, sweep_interval)
 
     @property
     def admin(self) -> KvAdmin:
         """Table management."""
+        if self._admin is None:
+            from spi.kv.admin import KvAdmin
+
+            self._admin = KvAdmin(self.transaction, self.session, self.layouts)
         return self._admin
 
     def transaction(self) -> KvTransaction:
@@ -51,22 +59,24 @@ class KvProvider(ProviderBase):
     def session(self, read_only: bool = False) -> StoreSession:
         """Exclusive access to the store (waits up to the busy timeout); ``read_only``:
         the session will not commit."""
-        if self._closed:
+        if self.closed:
             raise KvError(f"provider {self.url} is closed")
         return self._store.session(read_only)
 
     def _brief_session(self) -> StoreSession:
-        if self._closed:
+        if self.closed:
             raise KvError(f"provider {self.url} is closed")
         return self._store.brief_session()
 
     def table(self, name: str) -> KvAutoCommitTable:
         """An auto-commit handle: each write its own transaction, each read one session."""
         self._sweeper.start()
-        return KvAutoCommitTable(self, name, self.session, self.layouts)
+        return KvAutoCommitTable(self, name, self.session, self.layouts, self._store)
 
     def revision(self) -> int:
         """The store's current revision (0 before the first recorded write)."""
+        from spi.kv import changes as feed_reads
+
         return feed_reads.revision(self.session)
 
     def changes(
@@ -79,6 +89,8 @@ class KvProvider(ProviderBase):
         limit: int | None = None,
     ) -> Iterator[Change]:
         """Recorded events after ``since`` up to the current revision (see :mod:`spi.kv.changes`)."""
+        from spi.kv import changes as feed_reads
+
         return feed_reads.changes(self.session, self.layouts, tables, since, key, prefix, limit)
 
     def watch(
@@ -92,16 +104,20 @@ class KvProvider(ProviderBase):
     ) -> Iterator[Change]:
         """Recorded, then live events of ``table`` (see :mod:`spi.kv.changes`); a
         watching provider sweeps in the background too, so expiries reach it."""
+        from spi.kv import changes as feed_reads
+
         self._sweeper.start()
         return feed_reads.watch(self._brief_session, self.layouts, self._store, table, key, prefix, since, timeout)
 
     def compact(self, revision: int) -> None:
         """Forget the events with revision <= ``revision``."""
+        from spi.kv import changes as feed_reads
+
         feed_reads.compact(self.transaction, revision)
 
     def close(self) -> None:
         """Release the store."""
-        if not self._closed:
-            self._closed = True
+        if not self.closed:
+            self.closed = True
             self._sweeper.stop()
             self._store.close()

@@ -5,12 +5,22 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from typing import Any
+from enum import Enum
+from typing import Any, Final, Literal
 
 from spi.errors import KvError
 
 POLL_INTERVAL = 0.1
 """Seconds between two looks of a watch on a store that cannot signal changes."""
+
+
+class _Stale(Enum):
+    STALE = 0
+
+
+STALE: Final = _Stale.STALE
+"""What :meth:`OrderedStore.get_if_idle` returns when the caller must start a session."""
+Stale = Literal[_Stale.STALE]
 
 
 def ended_error() -> KvError:
@@ -20,6 +30,8 @@ def ended_error() -> KvError:
 
 class StoreSession(ABC):
     """Exclusive access to an ordered byte store for one transaction."""
+
+    __slots__ = ()
 
     @abstractmethod
     def get(self, key: bytes) -> bytes | None:
@@ -82,6 +94,19 @@ class OrderedStore(ABC):
     def session(self, read_only: bool = False) -> StoreSession:
         """Wait for exclusive access (busy timeout) and start a session; ``read_only``:
         the session will not commit (a store may open itself more cheaply for it)."""
+
+    def peek_generation(self) -> int | None:
+        """The :meth:`StoreSession.generation` a session started now would most likely
+        see (None: the store cannot tell); :meth:`get_if_idle` checks it again."""
+        return None
+
+    def get_if_idle(self, generation: int, key: bytes) -> bytes | Stale | None:
+        """One read outside any session, for a one-off call: the value under ``key``
+        when nothing else runs on the store now and its generation is still
+        ``generation`` (so a layout remembered under it still holds), read while
+        nothing can start; else :data:`STALE`: start a session. Stores that cannot
+        tell answer STALE."""
+        return STALE
 
     def brief_session(self) -> StoreSession:
         """A session for one short read by a caller that then waits a while (a
