@@ -419,6 +419,16 @@ def test_counts_follow_the_events() -> None:
     assert live.counts_change(LIVE, [(live.UNKNOWN, event("delete", row))])("status = 'open' or total > 1", 0) is None
 
 
+def test_an_own_write_is_counted_once_whichever_comes_first() -> None:
+    row = {"region": "eu", "id": 1, "status": "open", "total": 5.0, "note": None}
+    state = live.LiveState()
+    assert state.own_write((("eu", 1), 2))  # the write's bookkeeping first: counted there...
+    assert state.counted(event("put", row, 2), ORDERS.primary_key)  # ...and its event skipped
+    assert not state.counted(event("delete", row), ORDERS.primary_key)  # the event first: counted...
+    assert not state.own_write((("eu", 1), None))  # ...and the write's bookkeeping skips it
+    assert not state.counted(event("put", row, 2), ORDERS.primary_key)  # another write: counted
+
+
 def test_follow_stops_when_asked_and_hands_over_what_ends_it() -> None:
     p = spi.connect("memory://")
     p.admin.create(LIVE)
