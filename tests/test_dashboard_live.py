@@ -348,9 +348,10 @@ def test_a_page_takes_the_rows_inside_its_range_only() -> None:
     assert [r["id"] for r in page.view.rows] == [0, 10, 15, 20, 30, 40] and done.changed
     assert page.labels() == [None, None, "new", None, None, None]
     assert [before for before, _ in done.counts] == [live.UNKNOWN, live.UNKNOWN]
-    page.apply([event("delete", rows[1])], 0.0)
-    assert page.labels()[1] == "deleted" and [r["id"] for r in page.settled().rows] == [0, 15, 20, 30, 40]
-    assert page.expire(live.MARK_SECONDS + 1) and page.labels() == [None] * 5 and len(page.view.rows) == 5
+    page.apply([event("delete", rows[1]), event("expire", rows[4])], 0.0)  # a sweep's expiry: as a delete
+    assert page.labels() == [None, "deleted", "new", None, None, "deleted"]
+    assert [r["id"] for r in page.settled().rows] == [0, 15, 20, 30]
+    assert page.expire(live.MARK_SECONDS + 1) and page.labels() == [None] * 4 and len(page.view.rows) == 4
     assert not page.expire(live.MARK_SECONDS + 2)
 
 
