@@ -348,9 +348,10 @@ def test_a_page_takes_the_rows_inside_its_range_only() -> None:
     assert [r["id"] for r in page.view.rows] == [0, 10, 15, 20, 30, 40] and done.changed
     assert page.labels() == [None, None, "new", None, None, None]
     assert [before for before, _ in done.counts] == [live.UNKNOWN, live.UNKNOWN]
-    page.apply([event("delete", rows[1])], 0.0)
-    assert page.labels()[1] == "deleted" and [r["id"] for r in page.settled().rows] == [0, 15, 20, 30, 40]
-    assert page.expire(live.MARK_SECONDS + 1) and page.labels() == [None] * 5 and len(page.view.rows) == 5
+    page.apply([event("delete", rows[1]), event("expire", rows[4])], 0.0)  # a sweep's expiry: as a delete
+    assert page.labels() == [None, "deleted", "new", None, None, "deleted"]
+    assert [r["id"] for r in page.settled().rows] == [0, 15, 20, 30]
+    assert page.expire(live.MARK_SECONDS + 1) and page.labels() == [None] * 4 and len(page.view.rows) == 4
     assert not page.expire(live.MARK_SECONDS + 2)
 
 
@@ -417,6 +418,16 @@ def test_counts_follow_the_events() -> None:
     both = live.counts_change(LIVE, [(live.UNKNOWN, event("put", row, 1)), (spi.Row(row, 1), event("delete", row))])
     assert both("", 0) == 0 and both("status = 'open'", 0) == 0
     assert live.counts_change(LIVE, [(live.UNKNOWN, event("delete", row))])("status = 'open' or total > 1", 0) is None
+
+
+def test_an_own_write_is_counted_once_whichever_comes_first() -> None:
+    row = {"region": "eu", "id": 1, "status": "open", "total": 5.0, "note": None}
+    state = live.LiveState()
+    assert state.own_write((("eu", 1), 2))  # the write's bookkeeping first: counted there...
+    assert state.counted(event("put", row, 2), ORDERS.primary_key)  # ...and its event skipped
+    assert not state.counted(event("delete", row), ORDERS.primary_key)  # the event first: counted...
+    assert not state.own_write((("eu", 1), None))  # ...and the write's bookkeeping skips it
+    assert not state.counted(event("put", row, 2), ORDERS.primary_key)  # another write: counted
 
 
 def test_follow_stops_when_asked_and_hands_over_what_ends_it() -> None:

@@ -203,24 +203,47 @@ class Applied:
     """(the row before, the event) of every event applied, for the counts."""
 
 
+RECENT = 1_000
+"""Events remembered as counted, for the dashboard's own writes whose event comes
+before the write's own bookkeeping."""
+
+Write = tuple[Key, int | None]
+"""A write as the counts know it: the row's key and its new version (None: deleted)."""
+
+
 @dataclass
 class LiveState:
     """A rows screen's live view: its feed (None while starting), the page as events
-    change it (None until a page is read), the marks by key, and the dashboard's own
-    writes whose events are still to come (their counts are already adjusted)."""
+    change it (None until a page is read) and the marks by key. The dashboard's own
+    writes are counted once: by the screen when its event has not been counted yet
+    (``own``: the event is then skipped), else by the event (``recent``)."""
 
     feed: Feed | None = None
     page: LivePage | None = None
     marks: dict[Key, Mark] = field(default_factory=dict)
-    own: set[tuple[Key, int | None]] = field(default_factory=set)
+    own: set[Write] = field(default_factory=set)
+    recent: dict[Write, None] = field(default_factory=dict)
 
     def counted(self, event: spi.Change, primary_key: tuple[str, ...]) -> bool:
-        """Whether ``event`` is one of the dashboard's own writes (counted already)."""
-        mine = (tuple(event.key[c] for c in primary_key), event.version)
-        if mine in self.own:
-            self.own.discard(mine)
+        """Whether ``event`` is one of the dashboard's own writes, counted already;
+        if not, it is remembered as counted now."""
+        write = (tuple(event.key[c] for c in primary_key), event.version)
+        if write in self.own:
+            self.own.discard(write)
             return True
+        self.recent[write] = None
+        if len(self.recent) > RECENT:
+            del self.recent[next(iter(self.recent))]
         return False
+
+    def own_write(self, write: Write) -> bool:
+        """One of the dashboard's own writes is done: whether to count it now (False:
+        its event came first and counted it)."""
+        if write in self.recent:
+            del self.recent[write]
+            return False
+        self.own.add(write)
+        return True
 
 
 class LivePage:

@@ -416,10 +416,10 @@ class RowsScreen(LiveScreen):
 
     def _wrote(self, spec: spi.TableSpec, before: Any, after: Any, version: int | None) -> None:
         """Keep the known counts exact after one of our writes (a count under way
-        restarts); the live view will not count its event again."""
-        self.session.counts.adjust(self.table_name, lambda where, _: count_change(spec, where, before, after))
-        if self.live is not None:
-            self.live.own.add((key_of(spec, after if after is not None else before), version))
+        restarts); the live view counts it once, from its event or from here."""
+        key = key_of(spec, after if after is not None else before)
+        if self.live is None or self.live.own_write((key, version)):
+            self.session.counts.adjust(self.table_name, lambda where, _: count_change(spec, where, before, after))
         if self._counting is not None:
             self._counting = None
 
