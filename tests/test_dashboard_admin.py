@@ -31,7 +31,7 @@ from dashboard_support import (
     wait_for,
 )
 from textual.command import CommandList, CommandPalette
-from textual.widgets import Button, DataTable, Input
+from textual.widgets import Button, Checkbox, DataTable, Input
 
 import spi
 from kvctl.tui.screens.rows import RowsScreen
@@ -113,10 +113,17 @@ async def test_create_alter_and_drop_a_table_from_the_palette(provider: Any) -> 
         assert "unknown type" in screen_text(app) or "sting" in screen_text(app)  # the dialog stays
         await fill(pilot, "#create-fields", "id:long kind:string at:timestamp")
         await fill(pilot, "#create-indexes", "kind")
+        await fill(pilot, "#create-ttl", "0s")
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert not p.admin.exists("events") and "positive duration" in screen_text(app)  # the dialog stays
+        await fill(pilot, "#create-ttl", "2h")
+        app.screen.query_one("#create-changes", Checkbox).value = True
         await pilot.press("enter")
         await settle(app, pilot)
         spec = p.admin.get_spec("events")
         assert spec.columns == ("id", "kind", "at") and spec.primary_key == ("id",) and spec.indexes == ("kind",)
+        assert spec.ttl == 7200 and spec.changes
         assert isinstance(app.screen, TablesScreen) and "events" in listed(app)
         assert "created table events" in notifications(app)
 
@@ -124,10 +131,13 @@ async def test_create_alter_and_drop_a_table_from_the_palette(provider: Any) -> 
         await fill(pilot, "#alter-fields", "note:string")
         await fill(pilot, "#alter-add-indexes", "at")
         await fill(pilot, "#alter-drop-indexes", "kind")
+        assert app.screen.query_one("#alter-ttl", Input).value == "2h"
+        await fill(pilot, "#alter-ttl", "")
         await pilot.press("enter")
         await settle(app, pilot)
         spec = p.admin.get_spec("events")
         assert spec.columns == ("id", "kind", "at", "note") and spec.indexes == ("at",)
+        assert spec.ttl is None and spec.changes
         assert "altered table events" in notifications(app)
 
         await palette(app, pilot, "Drop table events")

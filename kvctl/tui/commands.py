@@ -89,11 +89,15 @@ class TableCommands(_Commands):
     def commands(self) -> Iterator[Command]:
         """Open/alter/drop per table, and create."""
         app = self.dashboard
-        yield "Create a table", app.create_table, "a new table: fields, key, indexes"
+        yield "Create a table", app.create_table, "a new table: fields, key, indexes, change feed, ttl"
         for name in app.table_names():
             yield f"Open table {name}", partial(app.open_table, name), "show its rows"
         for name in app.table_names():
-            yield f"Alter table {name}", partial(app.alter_table, name), "add fields or indexes, drop indexes"
+            yield (
+                f"Alter table {name}",
+                partial(app.alter_table, name),
+                "add fields or indexes, drop indexes, change feed, ttl",
+            )
         for name in app.table_names():
             yield f"Drop table {name}", partial(app.drop_table, name), "delete the table and its rows (asks its name)"
 

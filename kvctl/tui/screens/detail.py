@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Label, Static
 
 import spi
+from kvctl.durations import describe_seconds
 from kvctl.output import dumps
 from kvctl.render import json_row, word
 from kvctl.tui.browser import key_words
@@ -38,15 +39,8 @@ def feed_text(spec: spi.TableSpec) -> str:
 
 
 def ttl_text(spec: spi.TableSpec) -> str:
-    """The row expiry of a table (``7d``, ``2h``, ``90s``), or ``-`` (none, or not recorded)."""
-    ttl = getattr(spec, "ttl", None)
-    if not ttl:
-        return "-"
-    seconds = int(ttl.total_seconds()) if hasattr(ttl, "total_seconds") else int(ttl)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
+    """The row expiry of a table (``7d``, ``2h``, ``90s``), or ``-`` (none)."""
+    return "-" if spec.ttl is None else describe_seconds(spec.ttl)
 
 
 class RowDetailScreen(Screen[str | None]):

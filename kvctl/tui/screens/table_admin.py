@@ -16,11 +16,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Checkbox, Input, Label, Static
 from textual.widgets.button import ButtonVariant
 
 import spi
 from kvctl import specs
+from kvctl.durations import describe_seconds, parse_ttl
 from kvctl.tui.session import Session, error_text
 
 
@@ -82,6 +83,8 @@ class CreateTableScreen(_AdminDialog):
             yield Input(placeholder="fields  col:type ...  e.g. id:long name:string total:double", id="create-fields")
             yield Input(placeholder="primary key, in order  e.g. region,id", id="create-pk")
             yield Input(placeholder="indexed columns (optional)  e.g. status", id="create-indexes")
+            yield Input(placeholder="rows expire after (optional)  e.g. 90s 15m 2h 7d", id="create-ttl")
+            yield Checkbox("record a change feed (live view, kvctl watch)", id="create-changes")
             yield Static("types: int long float double string bytes bool timestamp", classes="hint")
             yield from self._buttons("Create")
 
@@ -93,8 +96,12 @@ class CreateTableScreen(_AdminDialog):
         fields = words(self.query_one("#create-fields", Input).value)
         pk = ",".join(words(self.query_one("#create-pk", Input).value)) or None
         indexes = words(self.query_one("#create-indexes", Input).value)
+        ttl = self.query_one("#create-ttl", Input).value.strip()
         try:
             spec = specs.from_options(name, fields, pk, indexes)
+            spec = spec.with_changes(self.query_one("#create-changes", Checkbox).value)
+            if ttl:
+                spec = spec.with_ttl(parse_ttl(ttl, "ttl"))
         except Exception as exc:
             self._fail(error_text(exc))
             return
@@ -120,6 +127,12 @@ class AlterTableScreen(_AdminDialog):
             yield Input(placeholder="add fields  col:type ...", id="alter-fields")
             yield Input(placeholder="add indexes  col ...", id="alter-add-indexes")
             yield Input(placeholder="drop indexes  col ...", id="alter-drop-indexes")
+            yield Input(
+                value="" if spec.ttl is None else describe_seconds(spec.ttl),
+                placeholder="rows expire after  e.g. 2h (empty: never)",
+                id="alter-ttl",
+            )
+            yield Checkbox("record a change feed", value=spec.changes, id="alter-changes")
             yield from self._buttons("Alter")
 
     @on(Input.Submitted)
@@ -129,13 +142,16 @@ class AlterTableScreen(_AdminDialog):
         add_fields = words(self.query_one("#alter-fields", Input).value)
         add_indexes = words(self.query_one("#alter-add-indexes", Input).value)
         drop_indexes = words(self.query_one("#alter-drop-indexes", Input).value)
-        if not (add_fields or add_indexes or drop_indexes):
-            self._fail("nothing to change: add fields or indexes, or drop indexes")
-            return
+        ttl = self.query_one("#alter-ttl", Input).value.strip()
         try:
             new = specs.altered(self._spec, add_fields, add_indexes, drop_indexes)
+            new = new.with_changes(self.query_one("#alter-changes", Checkbox).value)
+            new = new.with_ttl(parse_ttl(ttl, "ttl") if ttl and ttl.lower() != "none" else None)
         except Exception as exc:
             self._fail(error_text(exc))
+            return
+        if new == self._spec:
+            self._fail("nothing to change: add fields or indexes, drop indexes, or change the feed or the ttl")
             return
         self._start(new.name, lambda admin: admin.create_or_update(new))
 
