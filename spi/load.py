@@ -97,8 +97,11 @@ class _VersionReader:
             if type(version) is not int or not 1 <= version <= INT64_MAX:
                 raise _BadVersion(len(self.versions), version)
             self.versions.append(version)
-            expires_at = getattr(row, "expires_at", None)
-            self.expires.append(None if expires_at is None else to_micros(expires_at))
+            if type(row) is Row:
+                self.expires.append(row.expires)
+            else:
+                expires_at = getattr(row, "expires_at", None)
+                self.expires.append(None if expires_at is None else to_micros(expires_at))
             values = row.to_dict() if type(row) is Row else dict(row) if isinstance(row, Mapping) else row
             self.rows.append(values)
             yield values

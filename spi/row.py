@@ -7,21 +7,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from spi.codec import from_micros
+from spi.codec import from_micros, to_micros
 
 
 class Row(Mapping[str, Any]):
     """A read-only mapping column → value, with the row's ``version`` and
     :attr:`expires_at`."""
 
-    # ``_expires`` is set only on rows that expire: rows that never do skip a store.
+    # ``_expires`` (microseconds since the epoch) is set only on rows that expire:
+    # rows that never do skip a store, and the datetime is made only when asked for.
     __slots__ = ("_expires", "_values", "version")
 
     def __init__(self, values: Mapping[str, Any], version: int, expires_at: datetime | None = None) -> None:
         self._values = dict(values)
         self.version = version
         if expires_at is not None:
-            self._expires = expires_at
+            self._expires = to_micros(expires_at)
 
     @classmethod
     def adopt(cls, values: dict[str, Any], version: int, expires: int | None = None) -> Row:
@@ -31,12 +32,20 @@ class Row(Mapping[str, Any]):
         row._values = values
         row.version = version
         if expires is not None:
-            row._expires = from_micros(expires)
+            row._expires = expires
         return row
 
     @property
     def expires_at(self) -> datetime | None:
         """When the row expires (an aware UTC datetime), or None when it never does."""
+        try:
+            return from_micros(self._expires)
+        except AttributeError:
+            return None
+
+    @property
+    def expires(self) -> int | None:
+        """:attr:`expires_at` in microseconds since the epoch (None: never)."""
         try:
             return self._expires
         except AttributeError:

@@ -69,11 +69,7 @@ def transpose(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> Colu
 
 def project(row: Row, columns: tuple[str, ...]) -> Row:
     """``row`` with only ``columns`` (its version and expiry kept)."""
-    projected = Row.adopt({c: row[c] for c in columns}, row.version)
-    expires = row.expires_at
-    if expires is not None:
-        projected._expires = expires
-    return projected
+    return Row.adopt({c: row[c] for c in columns}, row.version, row.expires)
 
 
 def merge_scans(

@@ -81,6 +81,12 @@ class RowBatch:
         heads = (v if e is None else (v, e) for v, e in zip(versions, expiries))
         return list(map(msgspec.msgpack.Encoder().encode, zip(heads, *self.stored_columns)))
 
+    def stored_expiring(self, expires: int) -> list[bytes]:
+        """The stored values of an encoded batch's rows at version 1, each expiring at
+        ``expires`` (see :meth:`stored_at`)."""
+        assert self.stored_columns is not None
+        return list(map(msgspec.msgpack.Encoder().encode, zip(repeat((1, expires)), *self.stored_columns)))
+
     def all_rows(self) -> list[dict[str, Any]]:
         """The validated values of every row."""
         return self.rows if self.rows is not None else [self.row(i) for i in range(len(self.keys))]

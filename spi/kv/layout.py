@@ -285,7 +285,7 @@ def _generated_reader(n: int, timestamps: frozenset[int], keep: str | None, name
         f"                row.version = v\n"
         f"            else:\n"
         f"                row.version = v[0]\n"
-        f"                row._expires = from_micros(v[1])\n"
+        f"                row._expires = v[1]\n"
         f"            yield row\n"
         f"            n += 1\n"
         f"            if n == limit:\n"

@@ -95,7 +95,7 @@ class KvTable(TableBase):
             super()._load_batch(batch.all_rows(), mode, expires)
             return
         write = {"upsert": self._upsert_at, "insert": self._insert_at, "replace": self._replace_at}[mode]
-        stored = batch.stored if expires is None else batch.stored_at(repeat(1), repeat(expires))
+        stored = batch.stored if expires is None else batch.stored_expiring(expires)
         assert stored is not None
         self._load_encoded(
             batch, stored, repeat(expires), mode, lambda i, key, values, old: write(key, values, old, expires)
@@ -150,10 +150,8 @@ class KvTable(TableBase):
             buffer.put_many(keys, stored)
             for entries in batch.entries:
                 buffer.put_many(entries, repeat(b""))
-            for key, expires in zip(keys, expiries):
-                if expires is None:
-                    break  # a load's rows all expire or none does
-                buffer.put(lay.expiry_key(expires, key[prefix:]), b"")
+            entries = [lay.expiry_key(e, k[prefix:]) for k, e in zip(keys, expiries) if e is not None]
+            buffer.put_many(entries, repeat(b""))
             if events is not None:
                 events.append(put_events(keys, stored))
             return
