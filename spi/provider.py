@@ -269,7 +269,7 @@ class AutoCommitTable:
     ) -> int:
         """Bulk load; each batch commits in its own transaction (the rows' expiry
         counts from the load's start)."""
-        preparer, expires = self._call(lambda t: (t._load_preparer(), None if keep_versions else t._expiry(ttl)))
+        preparer, expires = self._call(lambda t: (t._load_preparer(), t._load_expiry(ttl, keep_versions)))
         return run_load(
             lambda batch, m, kept: self._call(lambda t: t._load_validated(batch, m, kept, expires)),
             preparer,

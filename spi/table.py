@@ -217,6 +217,15 @@ class TableBase(ABC):
             ttl = check_ttl(ttl, InvalidFieldError)
         return self._clock() + int(ttl * 1_000_000)
 
+    def _load_expiry(self, ttl: int | float | None, keep_versions: bool) -> int | None:
+        """The expiry of the rows a load writes (None with ``keep_versions``: each row
+        carries its own, so a ``ttl`` with it is a mistake)."""
+        if not keep_versions:
+            return self._expiry(ttl)
+        if ttl is not None:
+            raise InvalidFieldError("a load that keeps versions keeps each row's expiry too: drop ttl")
+        return None
+
     def _write(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None, expires: int | None) -> int:
         version = 1 if old is None else old.version + 1
         self._put(key, values, version, old, expires)
@@ -412,7 +421,7 @@ class TableBase(ABC):
         ``keep_versions`` each row is written with its own ``version`` and expiry
         (``expires_at``: rows read from another table, see :mod:`spi.kept`), else with
         the expiry ``ttl`` gives (the table's when None) from the load's start."""
-        expires = None if keep_versions else self._expiry(ttl)
+        expires = self._load_expiry(ttl, keep_versions)
         return run_load(
             lambda batch, mode, kept: self._load_validated(batch, mode, kept, expires),
             self._load_preparer(),

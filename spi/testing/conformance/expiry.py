@@ -178,6 +178,8 @@ class ExpiryTests:
         t.load(source, keep_versions=True)
         got = {r["id"]: (r.version, r.expires_at) for r in t.scan()}
         assert got == {1: (4, when), 2: (7, None)}
+        with pytest.raises(InvalidFieldError, match="ttl"):
+            t.load(source, keep_versions=True, ttl=60)
 
 
 @requires(Capability.EXPIRY, Capability.CHANGES)
