@@ -115,3 +115,25 @@ def test_concurrent_writers_take_revisions_in_commit_order(pg_factory: Callable[
     for n in range(4):
         assert [e.row["g"] for e in events if e.key["id"] == n and e.row] == list(range(1, 26))
     _feed_matches_table(p)
+
+
+def test_watches_in_short_calls_reuse_one_listening_connection(pg_factory: Callable[..., Any], pg_server: Any) -> None:
+    """The dashboard's live view watches in 0.5 s calls: they share one LISTEN
+    connection instead of opening one each."""
+    p = pg_factory()
+    p.admin.create(spi.TableSpec("w", [("k", "long")], ["k"], changes=True))
+    p.table("w").upsert({"k": 1})
+
+    def sessions() -> int:
+        with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+            found = conn.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()").fetchone()
+        assert found is not None
+        return int(found[0])
+
+    list(p.watch("w", timeout=0.01))  # the first watch opens the listener
+    before = sessions()
+    for _ in range(10):
+        list(p.watch("w", timeout=0.01))
+    p.table("w").upsert({"k": 2})
+    assert [e.key for e in p.watch("w", since=1, timeout=0.2)] == [{"k": 2}]
+    assert sessions() - before <= 2  # the two sessions() calls themselves

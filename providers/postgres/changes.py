@@ -171,11 +171,20 @@ def changes(
 
 class _Listener:
     """NOTIFY of the schema's channel, on a connection of its own (a
-    :class:`spi.changes.ChangeSignal`)."""
+    :class:`spi.changes.ChangeSignal`). The provider keeps the last one closed for
+    the next watch (a watch in short calls, as the dashboard's, would otherwise
+    open a connection per call); a notification it kept meanwhile only makes that
+    watch read once more."""
 
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
         self._seen = 0
+        parked = db.take_listener()
+        if parked is not None and not parked[1].broken:
+            self._fairy, self._conn = parked
+            return
+        if parked is not None:
+            parked[0].invalidate()
         with db.errors():
             self._fairy = db.engine.raw_connection()
             conn: Any = self._fairy.driver_connection
@@ -194,8 +203,14 @@ class _Listener:
                 self._seen += 1
 
     def close(self) -> None:
-        """Stop listening; the connection is not given back to the pool."""
-        self._fairy.invalidate()
+        """Park the connection for the next watch, or (one is parked already, or the
+        connection broke) close it: it never goes back to the pool, still listening."""
+        if (
+            self._conn.closed
+            or self._conn.info.transaction_status != 0
+            or not self._db.park_listener((self._fairy, self._conn))
+        ):
+            self._fairy.invalidate()
 
 
 def watch(

@@ -45,6 +45,7 @@ class PgDatabase:
         self._reads: dict[str, tuple[TableSql, ReadStatement]] = {}
         self._local = threading.local()
         self._held: list[PoolProxiedConnection] = []
+        self._listener: tuple[PoolProxiedConnection, Any] | None = None
         self._ready = False
         self._lock = threading.Lock()
         self._closed = False
@@ -131,14 +132,33 @@ class PgDatabase:
                     self._held.remove(held[0])
             held[0].invalidate()
 
+    def take_listener(self) -> tuple[PoolProxiedConnection, Any] | None:
+        """The parked LISTEN connection of a finished watch (and its psycopg
+        connection), if any."""
+        with self._lock:
+            parked, self._listener = self._listener, None
+        return parked
+
+    def park_listener(self, listener: tuple[PoolProxiedConnection, Any]) -> bool:
+        """Keep a finished watch's LISTEN connection for the next; False when one is
+        kept already or the provider is closed (the caller closes it)."""
+        with self._lock:
+            if self._closed or self._listener is not None:
+                return False
+            self._listener = listener
+            return True
+
     def close(self) -> None:
         """Close the held connections and dispose of the connection pools."""
         if not self._closed:
             with self._lock:
                 self._closed = True
                 held, self._held = self._held, []
+                listener, self._listener = self._listener, None
             for fairy in held:
                 fairy.close()
+            if listener is not None:
+                listener[0].invalidate()
             self._watchdog.close()
             self.engine.dispose()
             if self._autocommit_engine is not None:
