@@ -89,6 +89,17 @@ class ExpiryTests:
         assert _near(t.read(("us", 3), columns=["id"]).expires_at, LONG)
         assert _near(t.read_many([("us", 3)])[0].expires_at, LONG)
 
+    def test_bulk_loads_over_existing_rows_set_their_expiry(self, provider: Any) -> None:
+        provider.admin.create(ORDERS)
+        t = provider.table("orders")
+        t.load([{"region": "eu", "id": i} for i in range(4)], ttl=LONG)
+        t.load([{"region": "eu", "id": i, "status": "x"} for i in range(2)])  # over rows that expire
+        t.load([{"region": "eu", "id": i} for i in range(2, 6)], mode="replace", ttl=60)
+        got = {r["id"]: (r.version, r.expires_at) for r in t.scan()}
+        assert [got[i][0] for i in range(6)] == [2, 2, 2, 2, 1, 1]
+        assert got[0][1] is None and got[1][1] is None
+        assert all(_near(got[i][1], 60) for i in range(2, 6))
+
     def test_the_tables_ttl_applies_to_every_write_unless_a_call_overrides_it(self, provider: Any) -> None:
         provider.admin.create(COUNTERS.with_ttl(LONG))
         t = provider.table("counters")
