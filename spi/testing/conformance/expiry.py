@@ -217,6 +217,16 @@ class ExpiryChangeTests:
         assert [(e.op, e.key["id"]) for e in events[2:]] == [("expire", 2)]
         assert events[2].revision > events[1].revision
 
+    def test_a_change_fed_load_of_rows_that_expire_records_their_puts(self, provider: Any) -> None:
+        provider.admin.create(ORDERS.with_changes(True))
+        t = provider.table("orders")
+        t.load([{"region": "eu", "id": i} for i in range(100)], ttl=LONG)
+        t.load([{"region": "eu", "id": i} for i in range(50, 150)], ttl=LONG)
+        events = list(provider.changes("orders"))
+        assert [(e.op, e.key["id"], e.version) for e in events[:1]] == [("put", 0, 1)]
+        assert len(events) == 200 and [e.version for e in events[100:150]] == [2] * 50
+        assert all(_near(r.expires_at, LONG) for r in t.scan())
+
 
 @requires(Capability.EXPIRY)
 class ExpiryStagingTests:
