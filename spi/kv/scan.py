@@ -60,6 +60,35 @@ class Scanner:
         cursor = self._buffer.cursor(rows)
         return cursor if make is Stored else starmap(make, cursor)  # type: ignore[return-value]
 
+    def row_list(self, request: ScanRequest) -> list[Row]:
+        """The rows :meth:`stream` makes with :meth:`Row.adopt`, in one list read now
+        (a page: a key-order scan builds it in one call, no generator step per row)."""
+        plan = plan_scan(
+            self.spec, request.key_range, request.where, order_by=request.order_by, descending=request.descending
+        )
+        if plan.empty or plan.index is not None or plan.order_by is not None:
+            return list(self.stream(request, Row.adopt))
+        bounds = self._key_bounds(plan.key_range, plan.descending, request.after)
+        if bounds is None or request.limit == 0:
+            return []
+        lo, hi = bounds
+        return self._layout.readers(plan.residual)[1](self._buffer.values(lo, hi, plan.descending), request.limit)
+
+    def _key_bounds(
+        self, key_range: ResolvedRange, descending: bool, after: bytes | None
+    ) -> tuple[bytes, bytes | None] | None:
+        """The store interval ``[lo, hi)`` of the rows in ``key_range`` after the key
+        ``after`` in scan order; None when it is empty."""
+        lay = self._layout
+        lo, hi = range_bytes(lay.row_prefix, lay.key_types, key_range)
+        if after is not None:
+            if descending:
+                bound = lay.row_prefix + after
+                hi = bound if hi is None else min(hi, bound)
+            else:
+                lo = max(lo, lay.row_prefix + after + b"\x00")
+        return None if hi is not None and lo >= hi else (lo, hi)
+
     def _rows(self, plan: Plan, after: bytes | None) -> Iterator[Stored]:
         if plan.empty:
             return iter(())
@@ -85,20 +114,15 @@ class Scanner:
     ) -> Iterator[Any]:
         """Rows in key order matching ``where``, at most ``limit``, as ``make(values, version)``."""
         lay = self._layout
-        lo, hi = range_bytes(lay.row_prefix, lay.key_types, key_range)
-        if after is not None:
-            if descending:
-                bound = lay.row_prefix + after
-                hi = bound if hi is None else min(hi, bound)
-            else:
-                lo = max(lo, lay.row_prefix + after + b"\x00")
-        if (hi is not None and lo >= hi) or limit == 0:
+        bounds = self._key_bounds(key_range, descending, after)
+        if bounds is None or limit == 0:
             return
+        lo, hi = bounds
         tx, unpack, values_of = self._buffer, _unpack, lay.values_of
         keep = None if where is None else row_filter(where, self.spec)
         stored = tx.values(lo, hi, descending)
         if make == Row.adopt:  # a classmethod: equal, never identical
-            yield from lay.reader(where)(tx, stored, limit)
+            yield from lay.readers(where)[0](tx, stored, limit)
             return
         n = 0
         now = time.time_ns() // 1000

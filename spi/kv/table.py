@@ -202,6 +202,9 @@ class KvTable(TableBase):
     def _scan_rows(self, request: ScanRequest) -> Iterator[Row]:
         return self._scanner.stream(request, Row.adopt)
 
+    def _scan_list(self, request: ScanRequest) -> list[Row]:
+        return self._scanner.row_list(request)
+
     def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
         return self._scanner.count(key_range, where)
 
