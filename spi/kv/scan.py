@@ -19,7 +19,7 @@ from spi.keys import Range, ResolvedRange, quantile_cuts, ranges_between
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import Layout, range_bytes
 from spi.kv.layout import unpack as _unpack
-from spi.kv.store import ended_error
+from spi.kv.store import FIRST_CHUNK, MAX_CHUNK, ended_error
 from spi.planner import Plan, plan_scan
 from spi.predicate import row_filter
 from spi.primitives import ScanRequest, Stored, sort_position
@@ -72,7 +72,8 @@ class Scanner:
         if bounds is None or request.limit == 0:
             return []
         lo, hi = bounds
-        return self._layout.readers(plan.residual)[1](self._buffer.values(lo, hi, plan.descending), request.limit)
+        chunks = self._buffer.value_chunks(lo, hi, plan.descending, _first_chunk(request.limit))
+        return self._layout.readers(plan.residual)[1](chunks, request.limit)
 
     def _key_bounds(
         self, key_range: ResolvedRange, descending: bool, after: bytes | None
@@ -120,10 +121,10 @@ class Scanner:
         lo, hi = bounds
         tx, unpack, values_of = self._buffer, _unpack, lay.values_of
         keep = None if where is None else row_filter(where, self.spec)
-        stored = tx.values(lo, hi, descending)
         if make == Row.adopt:  # a classmethod: equal, never identical
-            yield from lay.readers(where)[0](tx, stored, limit)
+            yield from lay.readers(where)[0](tx, tx.value_chunks(lo, hi, descending, _first_chunk(limit)), limit)
             return
+        stored = tx.values(lo, hi, descending)
         n = 0
         now = time.time_ns() // 1000
         while True:
@@ -353,6 +354,12 @@ class Scanner:
         """How :meth:`stream` would run this scan."""
         plan = plan_scan(self.spec, key_range, where, order_by=order_by)
         return plan.describe(self.spec)
+
+
+def _first_chunk(limit: int | None) -> int:
+    """How many values a scan of at most ``limit`` rows fetches first: all of them
+    when they fit in one chunk (a page), else a few (the scan may be left early)."""
+    return FIRST_CHUNK if limit is None or limit > MAX_CHUNK else max(limit, FIRST_CHUNK)
 
 
 def _intersect_prefix(r: ResolvedRange, prefix: tuple[Any, ...]) -> ResolvedRange:
