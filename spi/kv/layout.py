@@ -100,19 +100,19 @@ class Layout:
         """The column values of an unpacked stored row (columns added later read as null)."""
         stamps = frozenset(i for i, c in enumerate(columns) if c in self.timestamps)
         self._plain: Readers = _row_reader(len(columns), stamps)(*columns)
-        self.read_rows: RowReader = self._plain[0]
-        """``read_rows(view, chunks, limit)``: the :class:`Row` of each stored value in
-        the lists ``chunks`` (:meth:`~spi.kv.store.StoreSession.value_chunks`; at most
-        ``limit``) that has not expired, raising when ``view.ended`` (a key-order scan
-        with no filter: one generator step per row)."""
         self._readers: dict[Expr, Readers] = {}
         # A store runs one transaction (one thread) at a time, so a layout may own an encoder.
         self._pack = msgspec.msgpack.Encoder().encode
 
     def readers(self, where: Expr | None) -> Readers:
-        """:attr:`read_rows` and its list form ``read_list(chunks, limit)`` (the same
-        rows as one list, built in one call: for a caller that takes every row while
-        its view is open), keeping only the rows the bound ``where`` is true for."""
+        """``(read_rows, read_list)`` keeping only the rows the bound ``where`` is true for.
+
+        ``read_rows(view, chunks, limit)``: the :class:`Row` of each stored value in
+        the lists ``chunks`` (:meth:`~spi.kv.store.StoreSession.value_chunks`; at most
+        ``limit``) that has not expired, raising when ``view.ended`` (before each row
+        and before the next chunk is fetched). ``read_list(chunks, limit)``: the same
+        rows as one list built in one call, for a caller that takes every row while
+        its view is open (a page, a one-off read)."""
         if where is None:
             return self._plain
         readers = self._readers.get(where)
@@ -227,19 +227,20 @@ class LayoutCache:
 
 
 RowReader = Callable[[Any, Iterator[list[bytes]], "int | None"], Iterator[Row]]
-"""See :attr:`Layout.read_rows`."""
+"""See :meth:`Layout.readers`."""
 Readers = tuple[RowReader, Callable[[Iterable[list[bytes]], "int | None"], list[Row]]]
 """See :meth:`Layout.readers`."""
 
 
 @functools.lru_cache(maxsize=64)
 def _row_reader(n: int, timestamps: frozenset[int]) -> Callable[..., Readers]:
-    """``make(*columns)`` returning :meth:`Layout.readers` for ``n`` columns, those
-    at the positions ``timestamps`` stored as microseconds.
+    """``make(*columns)`` returning :meth:`Layout.readers` (no filter) for ``n``
+    columns, those at the positions ``timestamps`` stored as microseconds.
 
-    Generated like :func:`_dict_builder`, with the decode, the dict display and the
-    row in one generator step (or one loop step of the list form): a long scan runs
-    about a third faster than with a call per row for each. It fills the row's slots as :meth:`Row.adopt` does.
+    Generated like :func:`_dict_builder`: one decode a chunk, then the dict display
+    and the row in one generator step (one loop step in the list form), which runs
+    a long scan about a third faster than a call per row for each. It fills the
+    row's slots as :meth:`Row.adopt` does.
     """
     return _generated_reader(n, timestamps, None, {})
 
