@@ -250,21 +250,35 @@ def _filtered_reader(layout: Layout, where: Expr) -> Readers:
     tested on the stored array (:mod:`spi.predicate`) before any row is built."""
     columns, spec = layout.columns, layout.spec
     position = {c: i for i, c in enumerate(columns)}
+    used: set[int] = set()
+
+    def value_of(column: str) -> str:
+        used.add(position[column])
+        return f"r.c{position[column]}"
+
     builder = PredicateBuilder(
         {c: spec.type_of(c) for c in columns},
-        lambda column: f"r.c{position[column]}",
+        value_of,
         lambda column, value: to_micros(value) if column in layout.timestamps and value is not None else value,
     )
     keep = builder.source(where)
     stamps = frozenset(i for i, c in enumerate(columns) if c in layout.timestamps)
-    readers: Readers = _generated_reader(len(columns), stamps, keep, builder.namespace)(*columns)
+    probe = max(used, default=-1) + 1
+    readers: Readers = _generated_reader(len(columns), stamps, keep, builder.namespace, probe)(*columns)
     return readers
 
 
-def _generated_reader(n: int, timestamps: frozenset[int], keep: str | None, names: dict[str, Any]) -> Any:
+def _generated_reader(
+    n: int, timestamps: frozenset[int], keep: str | None, names: dict[str, Any], probe: int | None = None
+) -> Any:
     """The ``make(*columns)`` of :func:`_row_reader`, skipping rows for which the
     expression ``keep`` (over the stored row ``r`` of :func:`_stored_decoder`;
-    ``names`` holds what it refers to) is not true."""
+    ``names`` holds what it refers to) is not true.
+
+    With ``probe`` (fewer than ``n``: the columns ``keep`` reads all come before it)
+    a chunk decodes only its rows' first ``probe`` columns (msgpack skips the rest
+    without making their values), and a row ``keep`` is true for decodes whole."""
+    probing = probe is not None and probe < n
     columns = [f"c{i}" for i in range(n)]
 
     def value(i: int) -> str:
@@ -272,7 +286,8 @@ def _generated_reader(n: int, timestamps: frozenset[int], keep: str | None, name
 
     items = ", ".join(f"{c}: {value(i)}" for i, c in enumerate(columns))
     test = f"if {keep} is not True:\n    continue\n" if keep is not None else ""
-    build = f"{test}row = new(Row)\nrow._values = {{{items}}}\n"
+    whole = "r = decode_one(data)\n" if probing else ""
+    build = f"{test}{whole}row = new(Row)\nrow._values = {{{items}}}\n"
     row = (
         f"v = r.head\n"
         f"if v.__class__ is int:\n{indent(build, '    ')}"
@@ -284,6 +299,8 @@ def _generated_reader(n: int, timestamps: frozenset[int], keep: str | None, name
         f"    row._expires = v[1]\n"
     )
     # A chunk's stored values decode in one call, behind a msgpack array header.
+    decoded = "decode(array_head(len(chunk)) + join(chunk))"
+    loop = f"for data, r in zip(chunk, {decoded}):" if probing else f"for r in {decoded}:"
     source = (
         f"def make({', '.join(columns)}):\n"
         f"    def read_rows(view, chunks, limit):\n"
@@ -295,7 +312,7 @@ def _generated_reader(n: int, timestamps: frozenset[int], keep: str | None, name
         f"            chunk = next(chunks, None)\n"
         f"            if chunk is None:\n"
         f"                return\n"
-        f"            for r in decode(array_head(len(chunk)) + join(chunk)):\n"
+        f"            {loop}\n"
         f"                if view.ended:\n"
         f"                    raise ended_error()\n"
         f"{indent(row, ' ' * 16)}"
@@ -309,7 +326,7 @@ def _generated_reader(n: int, timestamps: frozenset[int], keep: str | None, name
         f"        n = 0\n"
         f"        now = clock() // 1000\n"
         f"        for chunk in chunks:\n"
-        f"            for r in decode(array_head(len(chunk)) + join(chunk)):\n"
+        f"            {loop}\n"
         f"{indent(row, ' ' * 16)}"
         f"                append(row)\n"
         f"                n += 1\n"
@@ -320,7 +337,8 @@ def _generated_reader(n: int, timestamps: frozenset[int], keep: str | None, name
     )
     namespace: dict[str, Any] = {
         **names,
-        "decode": _stored_decoder(n),
+        "decode": _stored_decoder(probe if probing and probe is not None else n, True),
+        "decode_one": _stored_decoder(n, False),
         "array_head": functools.partial(_ARRAY32.pack, 0xDD),  # msgpack array32: 0xdd, count
         "join": b"".join,
         "new": object.__new__,
@@ -334,14 +352,15 @@ def _generated_reader(n: int, timestamps: frozenset[int], keep: str | None, name
 
 
 @functools.lru_cache(maxsize=64)
-def _stored_decoder(n: int) -> Callable[[bytes], list[Any]]:
-    """Decoding of a msgpack array of stored rows of ``n`` columns, each into a struct: ``head`` (the version,
+def _stored_decoder(n: int, many: bool) -> Callable[[bytes], Any]:
+    """Decoding of a stored row of ``n`` columns (with ``many``: of a msgpack array of
+    them, into a list) into a struct: ``head`` (the version,
     or ``[version, expires]``) and ``c0``... (null for columns added after the row was
     written; values beyond ``n`` ignored). A struct outside the garbage collector and
     without a list of its own: about 10 % faster to decode and to read than a list."""
     fields: list[Any] = [("head", Any), *((f"c{i}", Any, None) for i in range(n))]
     row_type = msgspec.defstruct("StoredRow", fields, array_like=True, gc=False)
-    return msgspec.msgpack.Decoder(list[row_type]).decode  # type: ignore[valid-type]
+    return msgspec.msgpack.Decoder(list[row_type] if many else row_type).decode  # type: ignore[valid-type]
 
 
 @functools.lru_cache(maxsize=64)
