@@ -35,7 +35,8 @@ MAX_CHUNK = 1024
 
 
 def chunked(items: Iterator[Any], first: int = FIRST_CHUNK) -> Iterator[list[Any]]:
-    """``items`` in lists of ``first``, growing fourfold to at least :data:`MAX_CHUNK`."""
+    """``items`` in non-empty lists: ``first`` items, then four times as many each
+    time up to :data:`MAX_CHUNK` (never fewer than ``first``)."""
     size = first
     while True:
         chunk = list(islice(items, size))
@@ -69,8 +70,8 @@ class StoreSession(ABC):
         return (v for _, v in self.iterate(lo, hi, reverse))
 
     def value_chunks(self, lo: bytes, hi: bytes | None, reverse: bool, first: int) -> Iterator[list[bytes]]:
-        """The values of :meth:`values` in lists: ``first`` values, then lists growing
-        fourfold to at least :data:`MAX_CHUNK`, each fetched when asked for."""
+        """The values of :meth:`values` in lists (see :func:`chunked`), each fetched
+        when asked for (stores may hand the lists they fetch in)."""
         return chunked(self.values(lo, hi, reverse), first)
 
     def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
