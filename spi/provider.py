@@ -12,6 +12,7 @@ import random
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
@@ -326,10 +327,10 @@ class AutoCommitTable:
         if n == 0:
             return iter(())
 
-        def rows() -> Iterator[Row]:
+        def pages() -> Iterator[list[Row]]:
             page, left = first, n
             while True:
-                yield from page.rows
+                yield page.rows
                 if left is not None:
                     left -= len(page.rows)
                 if page.next_token is None or left == 0:
@@ -344,7 +345,7 @@ class AutoCommitTable:
                     columns=cols,
                 )
 
-        return rows()
+        return chain.from_iterable(pages())  # the rows flattened in C, not a generator step each
 
     def scan_batches(
         self,

@@ -21,7 +21,7 @@ from spi.validate import check_limit
 
 def read_page(
     spec: TableSpec,
-    scan_rows: Callable[[ScanRequest], Iterator[Row]],
+    scan_list: Callable[[ScanRequest], list[Row]],
     request: ScanRequest,
     after: str | None,
     proj: tuple[str, ...] | None,
@@ -36,16 +36,14 @@ def read_page(
     if n == 0:
         keep = position or ScanPosition(request.order_by, request.descending, None)
         return Page([], encode_token(spec, keep))
-    rows = list(
-        scan_rows(
-            ScanRequest(
-                request.key_range,
-                request.where,
-                request.order_by,
-                request.descending,
-                None if position is None else position.last,
-                n + 1,
-            )
+    rows = scan_list(
+        ScanRequest(
+            request.key_range,
+            request.where,
+            request.order_by,
+            request.descending,
+            None if position is None else position.last,
+            n + 1,
         )
     )
     page = rows[:n]

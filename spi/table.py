@@ -103,6 +103,11 @@ class TableBase(ABC):
         rows directly."""
         return itertools.starmap(Row.adopt, self._scan(request))
 
+    def _scan_list(self, request: ScanRequest) -> list[Row]:
+        """What ``_scan_rows`` yields, in one list read now (pages); providers may
+        build it in one call."""
+        return list(self._scan_rows(request))
+
     def _scan_batches(self, request: ScanRequest, columns: tuple[str, ...], batch_size: int) -> Iterator[ColumnBatch]:
         """What ``_scan_rows`` yields, as ``columns`` in batches of at most ``batch_size``
         rows (never an empty batch); providers may read columns without building rows."""
@@ -548,7 +553,7 @@ class TableBase(ABC):
         n = check_limit(limit, required=True)
         assert n is not None
         request = self._request(range, where, order_by, descending, None, n + 1)
-        return read_page(self.spec, self._scan_rows, request, after, proj)
+        return read_page(self.spec, self._scan_list, request, after, proj)
 
     def multi_scan(
         self,

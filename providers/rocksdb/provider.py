@@ -13,10 +13,7 @@ from providers.rocksdb.url import RocksUrl, parse_url
 from spi.capabilities import Capability
 from spi.errors import KvError, ProviderUnavailableError, UrlError
 from spi.kv import KvProvider, OrderedStore, StoreSession
-from spi.kv.store import Stale
-
-_FIRST_CHUNK = 16
-_MAX_CHUNK = 1024
+from spi.kv.store import FIRST_CHUNK, MAX_CHUNK, Stale, chunked
 
 
 class _RocksSession(StoreSession):
@@ -55,11 +52,17 @@ class _RocksSession(StoreSession):
             return (v for _, v in self._backwards(lo, hi))
         return self._forwards("values", lo, hi)
 
+    def value_chunks(self, lo: bytes, hi: bytes | None, reverse: bool, first: int) -> Iterator[list[bytes]]:
+        if reverse:
+            return chunked(self.values(lo, hi, reverse), first)
+        return self._forwards("values", lo, hi, first)
+
     def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
         return self._forwards("keys", lo, hi)
 
-    def _forwards(self, what: str, lo: bytes, hi: bytes | None) -> Iterator[Any]:
-        """``Rdict.items``, ``keys`` or ``values`` from ``lo``, stopped by RocksDB at ``hi``."""
+    def _forwards(self, what: str, lo: bytes, hi: bytes | None, chunk: int | None = None) -> Iterator[Any]:
+        """``Rdict.items``, ``keys`` or ``values`` from ``lo``, stopped by RocksDB at ``hi``
+        (with ``chunk``: in the lists they are fetched in, the first of ``chunk``)."""
 
         def start() -> Any:
             import rocksdict
@@ -69,7 +72,7 @@ class _RocksSession(StoreSession):
                 options.set_iterate_upper_bound(hi)
             return getattr(self._db, what)(from_key=lo, read_opt=options)
 
-        return self._chunks(start)
+        return self._chunks(start) if chunk is None else self._chunk_lists(start, chunk)
 
     def _backwards(self, lo: bytes, hi: bytes | None) -> Iterator[tuple[bytes, bytes]]:
         # No iterate_lower_bound: in rocksdict 0.3.29 setting it clobbers the upper bound.
@@ -86,7 +89,7 @@ class _RocksSession(StoreSession):
         from a box that :meth:`release` empties."""
         return chain.from_iterable(self._chunk_lists(start))  # flattened in C, not per item in Python
 
-    def _chunk_lists(self, start: Callable[[], Any]) -> Iterator[list[Any]]:
+    def _chunk_lists(self, start: Callable[[], Any], first: int = FIRST_CHUNK) -> Iterator[list[Any]]:
         box: list[Any] = []
         if self._boxes is None:
             self._boxes = {}
@@ -96,7 +99,7 @@ class _RocksSession(StoreSession):
                 box.append(start())
             except Exception as exc:
                 raise driver_error(exc, "scanning", self._handle.path) from None
-            size = _FIRST_CHUNK
+            size = first
             while True:
                 if not box:
                     raise KvError("this scan's transaction has ended; scans are valid only inside their transaction")
@@ -107,7 +110,7 @@ class _RocksSession(StoreSession):
                 yield chunk
                 if len(chunk) < size:
                     return
-                size = min(size * 4, _MAX_CHUNK)
+                size = max(size, min(size * 4, MAX_CHUNK))
         finally:
             box.clear()
             if self._boxes is not None:

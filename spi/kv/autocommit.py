@@ -26,16 +26,6 @@ from spi.table import TableBase
 T = TypeVar("T")
 
 
-class _Open:
-    """The view :attr:`Layout.read_rows` checks while it builds a point read's row:
-    that row is built after its session ended, from a value already read."""
-
-    ended = False
-
-
-_OPEN = _Open()
-
-
 class _Provider(Protocol):
     closed: bool
 
@@ -84,7 +74,6 @@ class KvAutoCommitTable(AutoCommitTable):
                 if raw is not STALE:
                     if raw is None:
                         return None
-                    for row in layout.read_rows(_OPEN, iter((raw,)), 1):
-                        return row
-                    return None
+                    rows = layout.readers(None)[1]([[raw]], 1)
+                    return rows[0] if rows else None
         return super().read(key, columns=columns)

@@ -16,7 +16,7 @@ from typing import Any
 from sortedcontainers import SortedList
 
 from spi.codec import prefix_successor
-from spi.kv.store import StoreSession, ended_error
+from spi.kv.store import StoreSession, chunked, ended_error
 from spi.primitives import Stored
 
 _CHUNK = 256
@@ -120,6 +120,12 @@ class WriteBuffer:
         if not self._writes:
             return self._session.values(lo, hi, reverse)
         return (v for _, v in self.iterate(lo, hi, reverse))
+
+    def value_chunks(self, lo: bytes, hi: bytes | None, reverse: bool, first: int) -> Iterator[list[bytes]]:
+        """The values of :meth:`values` in lists (see :meth:`StoreSession.value_chunks`)."""
+        if not self._writes:
+            return self._session.value_chunks(lo, hi, reverse, first)
+        return chunked(self.values(lo, hi, reverse), first)
 
     def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
         """The keys of :meth:`iterate` (straight from the store when nothing is buffered)."""

@@ -19,7 +19,7 @@ from spi.keys import Range, ResolvedRange, quantile_cuts, ranges_between
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import Layout, range_bytes
 from spi.kv.layout import unpack as _unpack
-from spi.kv.store import ended_error
+from spi.kv.store import FIRST_CHUNK, MAX_CHUNK, ended_error
 from spi.planner import Plan, plan_scan
 from spi.predicate import row_filter
 from spi.primitives import ScanRequest, Stored, sort_position
@@ -60,6 +60,36 @@ class Scanner:
         cursor = self._buffer.cursor(rows)
         return cursor if make is Stored else starmap(make, cursor)  # type: ignore[return-value]
 
+    def row_list(self, request: ScanRequest) -> list[Row]:
+        """The rows :meth:`stream` makes with :meth:`Row.adopt`, in one list read now
+        (a page: a key-order scan builds it in one call, no generator step per row)."""
+        plan = plan_scan(
+            self.spec, request.key_range, request.where, order_by=request.order_by, descending=request.descending
+        )
+        if plan.empty or plan.index is not None or plan.order_by is not None:
+            return list(self.stream(request, Row.adopt))
+        bounds = self._key_bounds(plan.key_range, plan.descending, request.after)
+        if bounds is None or request.limit == 0:
+            return []
+        lo, hi = bounds
+        chunks = self._buffer.value_chunks(lo, hi, plan.descending, _first_chunk(request.limit))
+        return self._layout.readers(plan.residual)[1](chunks, request.limit)
+
+    def _key_bounds(
+        self, key_range: ResolvedRange, descending: bool, after: bytes | None
+    ) -> tuple[bytes, bytes | None] | None:
+        """The store interval ``[lo, hi)`` of the rows in ``key_range`` after the key
+        ``after`` in scan order; None when it is empty."""
+        lay = self._layout
+        lo, hi = range_bytes(lay.row_prefix, lay.key_types, key_range)
+        if after is not None:
+            if descending:
+                bound = lay.row_prefix + after
+                hi = bound if hi is None else min(hi, bound)
+            else:
+                lo = max(lo, lay.row_prefix + after + b"\x00")
+        return None if hi is not None and lo >= hi else (lo, hi)
+
     def _rows(self, plan: Plan, after: bytes | None) -> Iterator[Stored]:
         if plan.empty:
             return iter(())
@@ -85,21 +115,16 @@ class Scanner:
     ) -> Iterator[Any]:
         """Rows in key order matching ``where``, at most ``limit``, as ``make(values, version)``."""
         lay = self._layout
-        lo, hi = range_bytes(lay.row_prefix, lay.key_types, key_range)
-        if after is not None:
-            if descending:
-                bound = lay.row_prefix + after
-                hi = bound if hi is None else min(hi, bound)
-            else:
-                lo = max(lo, lay.row_prefix + after + b"\x00")
-        if (hi is not None and lo >= hi) or limit == 0:
+        bounds = self._key_bounds(key_range, descending, after)
+        if bounds is None or limit == 0:
             return
+        lo, hi = bounds
         tx, unpack, values_of = self._buffer, _unpack, lay.values_of
         keep = None if where is None else row_filter(where, self.spec)
-        stored = tx.values(lo, hi, descending)
         if make == Row.adopt:  # a classmethod: equal, never identical
-            yield from lay.reader(where)(tx, stored, limit)
+            yield from lay.readers(where)[0](tx, tx.value_chunks(lo, hi, descending, _first_chunk(limit)), limit)
             return
+        stored = tx.values(lo, hi, descending)
         n = 0
         now = time.time_ns() // 1000
         while True:
@@ -329,6 +354,12 @@ class Scanner:
         """How :meth:`stream` would run this scan."""
         plan = plan_scan(self.spec, key_range, where, order_by=order_by)
         return plan.describe(self.spec)
+
+
+def _first_chunk(limit: int | None) -> int:
+    """How many values a scan of at most ``limit`` rows fetches first: all of them
+    when they fit in one chunk (a page), else a few (the scan may be left early)."""
+    return FIRST_CHUNK if limit is None or limit > MAX_CHUNK else max(limit, FIRST_CHUNK)
 
 
 def _intersect_prefix(r: ResolvedRange, prefix: tuple[Any, ...]) -> ResolvedRange:

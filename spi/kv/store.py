@@ -6,6 +6,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from enum import Enum
+from itertools import islice
 from typing import Any, Final, Literal
 
 from spi.errors import KvError
@@ -26,6 +27,24 @@ Stale = Literal[_Stale.STALE]
 def ended_error() -> KvError:
     """The error of a scan used after its transaction (or one-off read) ended."""
     return KvError("this scan's transaction has ended; scans are valid only inside their transaction")
+
+
+FIRST_CHUNK = 16
+"""Items a store iteration fetches first (later fetches grow to :data:`MAX_CHUNK`)."""
+MAX_CHUNK = 1024
+
+
+def chunked(items: Iterator[Any], first: int = FIRST_CHUNK) -> Iterator[list[Any]]:
+    """``items`` in non-empty lists: ``first`` items, then four times as many each
+    time up to :data:`MAX_CHUNK` (never fewer than ``first``)."""
+    size = first
+    while True:
+        chunk = list(islice(items, size))
+        if chunk:
+            yield chunk
+        if len(chunk) < size:
+            return
+        size = max(size, min(size * 4, MAX_CHUNK))
 
 
 class StoreSession(ABC):
@@ -49,6 +68,11 @@ class StoreSession(ABC):
     def values(self, lo: bytes, hi: bytes | None, reverse: bool) -> Iterator[bytes]:
         """The values of :meth:`iterate` (stores may skip fetching the keys)."""
         return (v for _, v in self.iterate(lo, hi, reverse))
+
+    def value_chunks(self, lo: bytes, hi: bytes | None, reverse: bool, first: int) -> Iterator[list[bytes]]:
+        """The values of :meth:`values` in lists (see :func:`chunked`), each fetched
+        when asked for (stores may hand the lists they fetch in)."""
+        return chunked(self.values(lo, hi, reverse), first)
 
     def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
         """The keys of :meth:`iterate`, in order (stores may skip fetching the values)."""

@@ -98,7 +98,11 @@ class KvTable(TableBase):
         stored = batch.stored if expires is None else batch.stored_expiring(expires)
         assert stored is not None
         self._load_encoded(
-            batch, stored, repeat(expires), mode, lambda i, key, values, old: write(key, values, old, expires)
+            batch,
+            stored,
+            None if expires is None else repeat(expires),
+            mode,
+            lambda i, key, values, old: write(key, values, old, expires),
         )
 
     def _load_kept(self, batch: RowBatch, mode: str, kept: Kept) -> None:
@@ -124,17 +128,21 @@ class KvTable(TableBase):
         self,
         batch: RowBatch,
         stored: list[bytes],
-        expiries: Iterable[int | None],
+        expiries: Iterable[int | None] | None,
         mode: str,
         write: Callable[[int, tuple[Any, ...], dict[str, Any], Stored], object],
     ) -> None:
-        """Put the encoded rows ``stored`` (expiring as ``expiries`` says) whose keys
-        are new; ``write(i, key, values, old)`` row ``i`` whose key holds a live row
-        (an insert fails whole first)."""
+        """Put the encoded rows ``stored`` (expiring as ``expiries`` says; None: none
+        expires) whose keys are new; ``write(i, key, values, old)`` row ``i`` whose key
+        holds a live row (an insert fails whole first)."""
         lay, buffer, keys = self._layout, self._buffer, batch.keys
         raws = buffer.get_many(keys)
-        olds = [None if raw is None else self._live(lay.decode_row(raw)) for raw in raws]
-        expired = [i for i, raw in enumerate(raws) if raw is not None and olds[i] is None]
+        if raws.count(None) == len(raws):  # the common case, all new: nothing to decode
+            olds: list[Stored | None] = raws  # type: ignore[assignment]
+            expired: list[int] = []
+        else:
+            olds = [None if raw is None else self._live(lay.decode_row(raw)) for raw in raws]
+            expired = [i for i, raw in enumerate(raws) if raw is not None and olds[i] is None]
         if mode == "insert" and olds.count(None) != len(olds):  # fails whole, before any write
             first = next(i for i, old in enumerate(olds) if old is not None)
             raise self._exists_error(key_of(self.spec, batch.row(first)))
@@ -150,12 +158,13 @@ class KvTable(TableBase):
             buffer.put_many(keys, stored)
             for entries in batch.entries:
                 buffer.put_many(entries, repeat(b""))
-            entries = [lay.expiry_key(e, k[prefix:]) for k, e in zip(keys, expiries) if e is not None]
-            buffer.put_many(entries, repeat(b""))
+            if expiries is not None:
+                entries = [lay.expiry_key(e, k[prefix:]) for k, e in zip(keys, expiries) if e is not None]
+                buffer.put_many(entries, repeat(b""))
             if events is not None:
                 events.append(put_events(keys, stored))
             return
-        for i, (old, expires) in enumerate(zip(olds, expiries)):
+        for i, (old, expires) in enumerate(zip(olds, repeat(None) if expiries is None else expiries)):
             if old is None:
                 buffer.put(keys[i], stored[i])
                 for entries in batch.entries:
@@ -201,6 +210,9 @@ class KvTable(TableBase):
 
     def _scan_rows(self, request: ScanRequest) -> Iterator[Row]:
         return self._scanner.stream(request, Row.adopt)
+
+    def _scan_list(self, request: ScanRequest) -> list[Row]:
+        return self._scanner.row_list(request)
 
     def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
         return self._scanner.count(key_range, where)
