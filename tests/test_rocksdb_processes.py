@@ -181,14 +181,17 @@ def test_sigkill_during_bulk_load_keeps_whole_batches(tmp_path: Path) -> None:
             env=env,
             cwd=ROOT,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
             text=True,
         )
         assert proc.stdout is not None
         reported = int(proc.stdout.readline())  # at least one batch committed
         time.sleep(delays[round_])
         proc.send_signal(signal.SIGKILL)
-        out, _ = proc.communicate()
+        # The rest through the same reader: readline may have buffered later lines,
+        # which communicate() (reading the pipe itself) would never see.
+        out = proc.stdout.read()
+        proc.wait()
         assert proc.returncode == -signal.SIGKILL, "the loader finished before it was killed"
         reported = max([reported, *(int(x) for x in out.split())])
         with spi.connect(url) as p:
