@@ -461,7 +461,8 @@ class TableBase(ABC):
         normalized = [self._key(k) for k in keys]
         distinct = list(dict.fromkeys(normalized))
         found = dict(zip(distinct, self._get_many(distinct)))
-        now = self._clock()
+        # One clock read, and only when a row expires (PostgreSQL's clock is a round trip).
+        now = self._clock() if any(s is not None and s.expires is not None for s in found.values()) else None
         out: list[Row | None] = []
         for k in normalized:
             stored = self._live(found[k], now)

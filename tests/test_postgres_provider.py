@@ -607,3 +607,23 @@ def test_create_false_needs_an_existing_schema(pg_server: Any, pg_factory: Calla
     made.admin.create(COUNTERS)
     with spi.connect(made.url, create=False) as p:
         assert p.admin.list_tables() == ["counters"]
+
+
+def test_tables_made_before_expiry_get_its_column_when_the_schema_is_opened(
+    pg_factory: Callable[..., Any], pg_server: Any
+) -> None:
+    import psycopg
+
+    p = pg_factory()
+    p.admin.create(spi.TableSpec("old", [("k", "long"), ("v", "string")], ["k"]))
+    p.table("old").upsert({"k": 1, "v": "a"})
+    schema = p.url.split("schema=")[1].split("&")[0]
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:  # as an earlier kvctl left it
+        conn.execute(f'ALTER TABLE "{schema}"."old" DROP COLUMN kv_expires')
+    url = f"{pg_server.url}{'&' if '?' in pg_server.url else '?'}schema={schema}"
+    with spi.connect(url) as again:
+        t = again.table("old")
+        assert t.read((1,))["v"] == "a"  # type: ignore[index]
+        t.upsert({"k": 2, "v": "b"}, ttl=3600)
+        assert t.read((2,)).expires_at is not None  # type: ignore[union-attr]
+        assert again.admin.verify("old") == []

@@ -151,13 +151,6 @@ class Layout:
         """The end (exclusive) of the expiry entries of rows expired at ``now``."""
         return self.expiry_prefix + _U64.pack(now + 1)
 
-    def stored_of(self, raw: list[Any]) -> Stored:
-        """The :class:`Stored` of an unpacked stored row."""
-        head = raw[0]
-        if head.__class__ is int:
-            return Stored(self.values_of(raw), head)
-        return Stored(self.values_of(raw), head[0], head[1])
-
     def _from_micros(self, values: dict[str, Any]) -> dict[str, Any]:
         for c in self.timestamps:
             if values[c] is not None:
@@ -166,7 +159,11 @@ class Layout:
 
     def decode_row(self, data: bytes) -> Stored:
         """Inverse of :meth:`encode_row`."""
-        return self.stored_of(unpack(data))
+        raw = unpack(data)
+        head = raw[0]
+        if head.__class__ is int:
+            return Stored(self.values_of(raw), head)
+        return Stored(self.values_of(raw), head[0], head[1])
 
     def index_key(self, column: str, value: Any, encoded_key: bytes) -> bytes:
         """Store key of one index entry."""
