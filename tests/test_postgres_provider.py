@@ -567,6 +567,29 @@ def test_reads_notice_schema_changes_from_another_client(pg_factory: Callable[..
         second.close()
 
 
+def test_auto_commit_reads_are_one_statement_on_a_kept_connection(pg_factory: Callable[..., Any]) -> None:
+    """The single-statement read answers by itself (no fallback to a transaction on a
+    new connection): its compiled SQL must bind nothing but the key and the name."""
+    from providers.postgres.single import _OneStatement
+
+    p = pg_factory()
+    p.admin.create(COUNTERS)
+    table = p.table("counters")
+    table.upsert({"name": "a", "n": 1}, ttl=3600)
+    assert table.read(("a",)) is not None  # the table's read statement is learned here
+    db = p._db
+    sql, statement = db.cached_read("counters")
+    connection = db.autocommit_connection()
+    session = _OneStatement(db, statement)
+    stored = session.fetch_row(sql, ("a",))
+    assert stored is not None and stored.values == {"name": "a", "n": 1} and stored.version == 1
+    assert session.server_micros() < stored.expires
+    assert session.fetch_row(sql, ("b",)) is None
+    for _ in range(3):
+        assert dict(table.read(("a",))) == {"name": "a", "n": 1}
+    assert db.autocommit_connection() is connection
+
+
 def test_bench_smoke(pg_server: Any) -> None:
     out = subprocess.run(
         [
