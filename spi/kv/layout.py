@@ -236,8 +236,7 @@ def _row_reader(n: int, timestamps: frozenset[int]) -> Callable[..., Readers]:
 
     Generated like :func:`_dict_builder`: one decode a chunk, then the dict display
     and the row in one generator step (one loop step in the list form), which runs
-    a long scan about a third faster than a call per row for each. It fills the
-    row's slots as :meth:`Row.adopt` does.
+    a long scan about a third faster than a call per row for each.
     """
     return _generated_reader(n, timestamps, None, {})
 
@@ -284,16 +283,15 @@ def _generated_reader(
     items = ", ".join(f"{c}: {value(i)}" for i, c in enumerate(columns))
     test = f"if {keep} is not True:\n    continue\n" if keep is not None else ""
     whole = "r = decode_one(data)\n" if probing else ""
-    build = f"{test}{whole}row = new(Row)\nrow._values = {{{items}}}\n"
+    values = f"{{{items}}}"
     row = (
         f"v = r.head\n"
-        f"if v.__class__ is int:\n{indent(build, '    ')}"
-        f"    row.version = v\n"
+        f"if v.__class__ is int:\n{indent(test + whole, '    ')}"
+        f"    row = Row({values}, v)\n"
         f"else:\n"
         f"    if v[1] <= now:\n"
-        f"        continue\n{indent(build, '    ')}"
-        f"    row.version = v[0]\n"
-        f"    row._expires = v[1]\n"
+        f"        continue\n{indent(test + whole, '    ')}"
+        f"    row = Row({values}, v[0], v[1])\n"
     )
     # A chunk's stored values decode in one call, behind a msgpack array header.
     decoded = "decode(array_head(len(chunk)) + join(chunk))"
@@ -338,7 +336,6 @@ def _generated_reader(
         "decode_one": _stored_decoder(n, False),
         "array_head": functools.partial(_ARRAY32.pack, 0xDD),  # msgpack array32: 0xdd, count
         "join": b"".join,
-        "new": object.__new__,
         "Row": Row,
         "from_micros": from_micros,
         "ended_error": ended_error,
