@@ -32,12 +32,6 @@ class Row(msgspec.Struct, Mapping[str, Any], metaclass=_RowMeta, gc=False, eq=Fa
     # Kept as given; the stores hand microseconds, and the datetime is made only when asked for.
     _expires: datetime | int | None = None
 
-    @classmethod
-    def adopt(cls, values: dict[str, Any], version: int, expires: int | None = None) -> Row:
-        """A row that takes ownership of ``values`` (the caller must not keep it);
-        ``expires`` is its expiry in microseconds since the epoch (None: never)."""
-        return cls(values, version, expires)
-
     @property
     def expires_at(self) -> datetime | None:
         """When the row expires (an aware UTC datetime), or None when it never does."""

@@ -67,7 +67,7 @@ def transpose(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> Colu
 
 def project(row: Row, columns: tuple[str, ...]) -> Row:
     """``row`` with only ``columns`` (its version and expiry kept)."""
-    return Row.adopt({c: row[c] for c in columns}, row.version, row.expires)
+    return Row({c: row[c] for c in columns}, row.version, row.expires)
 
 
 def merge_scans(

@@ -101,7 +101,7 @@ class TableBase(ABC):
     def _scan_rows(self, request: ScanRequest) -> Iterator[Row]:
         """What ``_scan`` yields, as rows of every column; providers may build the
         rows directly."""
-        return itertools.starmap(Row.adopt, self._scan(request))
+        return itertools.starmap(Row, self._scan(request))
 
     def _scan_list(self, request: ScanRequest) -> list[Row]:
         """What ``_scan_rows`` yields, in one list read now (pages); providers may
@@ -182,8 +182,8 @@ class TableBase(ABC):
     def _row(self, stored: Stored, columns: tuple[str, ...] | None) -> Row:
         if columns is None:
             # Stored values are freshly decoded for each read: the row may own them.
-            return Row.adopt(stored.values, stored.version, stored.expires)
-        return Row.adopt({c: stored.values[c] for c in columns}, stored.version, stored.expires)
+            return Row(stored.values, stored.version, stored.expires)
+        return Row({c: stored.values[c] for c in columns}, stored.version, stored.expires)
 
     def _live(self, stored: Stored | None, now: int | None = None) -> Stored | None:
         """``stored`` unless it has expired."""

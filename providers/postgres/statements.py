@@ -68,9 +68,9 @@ class TableSql:
     def rows_many(self, rows: list[Any]) -> list[Row]:
         """Fetched rows as :class:`Row` objects directly (no intermediate :class:`Stored`)."""
         if self.converters:
-            return [Row.adopt(*self.stored(r)) for r in rows]
+            return [Row(*self.stored(r)) for r in rows]
         values = map(dict, map(zip, repeat(self.columns), rows))
-        return list(map(Row.adopt, values, map(_version, rows), map(_micros, map(_expires, rows))))
+        return list(map(Row, values, map(_version, rows), map(_micros, map(_expires, rows))))
 
     def key_params(self, key: tuple[Any, ...]) -> dict[str, Any]:
         """Bind parameters for a key."""

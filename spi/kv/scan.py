@@ -61,13 +61,13 @@ class Scanner:
         return cursor if make is Stored else starmap(make, cursor)  # type: ignore[return-value]
 
     def row_list(self, request: ScanRequest) -> list[Row]:
-        """The rows :meth:`stream` makes with :meth:`Row.adopt`, in one list read now
+        """The rows :meth:`stream` makes as :class:`Row`, in one list read now
         (a page: a key-order scan builds it in one call, no generator step per row)."""
         plan = plan_scan(
             self.spec, request.key_range, request.where, order_by=request.order_by, descending=request.descending
         )
         if plan.empty or plan.index is not None or plan.order_by is not None:
-            return list(self.stream(request, Row.adopt))
+            return list(self.stream(request, Row))
         bounds = self._key_bounds(plan.key_range, plan.descending, request.after)
         if bounds is None or request.limit == 0:
             return []
@@ -121,7 +121,7 @@ class Scanner:
         lo, hi = bounds
         tx, unpack, values_of = self._buffer, _unpack, lay.values_of
         keep = None if where is None else row_filter(where, self.spec)
-        if make == Row.adopt:  # a classmethod: equal, never identical
+        if make is Row:
             yield from lay.readers(where)[0](tx, tx.value_chunks(lo, hi, descending, _first_chunk(limit)), limit)
             return
         stored = tx.values(lo, hi, descending)

@@ -209,7 +209,7 @@ class KvTable(TableBase):
         return self._scanner.stream(request, Stored)
 
     def _scan_rows(self, request: ScanRequest) -> Iterator[Row]:
-        return self._scanner.stream(request, Row.adopt)
+        return self._scanner.stream(request, Row)
 
     def _scan_list(self, request: ScanRequest) -> list[Row]:
         return self._scanner.row_list(request)
