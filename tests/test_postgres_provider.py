@@ -567,7 +567,7 @@ def test_reads_notice_schema_changes_from_another_client(pg_factory: Callable[..
         second.close()
 
 
-def test_auto_commit_reads_are_one_statement_on_a_kept_connection(pg_factory: Callable[..., Any]) -> None:
+def test_auto_commit_reads_are_one_statement_on_a_kept_cursor(pg_factory: Callable[..., Any]) -> None:
     """The single-statement read answers by itself (no fallback to a transaction on a
     new connection): its compiled SQL must bind nothing but the key and the name."""
     from providers.postgres.single import _OneStatement
@@ -579,7 +579,7 @@ def test_auto_commit_reads_are_one_statement_on_a_kept_connection(pg_factory: Ca
     assert table.read(("a",)) is not None  # the table's read statement is learned here
     db = p._db
     sql, statement = db.cached_read("counters")
-    connection = db.autocommit_connection()
+    cursor = db.autocommit_cursor()
     session = _OneStatement(db, statement)
     stored = session.fetch_row(sql, ("a",))
     assert stored is not None and stored.values == {"name": "a", "n": 1} and stored.version == 1
@@ -587,7 +587,7 @@ def test_auto_commit_reads_are_one_statement_on_a_kept_connection(pg_factory: Ca
     assert session.fetch_row(sql, ("b",)) is None
     for _ in range(3):
         assert dict(table.read(("a",))) == {"name": "a", "n": 1}
-    assert db.autocommit_connection() is connection
+    assert db.autocommit_cursor() is cursor
 
 
 def test_bench_smoke(pg_server: Any) -> None:

@@ -105,12 +105,13 @@ class PgDatabase:
         """The cached SQL and point-read statement of a table, if any."""
         return None if self._closed else self._reads.get(name)
 
-    def autocommit_connection(self) -> psycopg.Connection[Any]:
-        """This thread's psycopg connection in autocommit mode, where every statement is
-        an implicit SERIALIZABLE transaction; kept checked out between reads."""
+    def autocommit_cursor(self) -> psycopg.Cursor[Any]:
+        """A cursor of this thread's psycopg connection in autocommit mode, where every
+        statement is an implicit SERIALIZABLE transaction; connection and cursor are
+        kept between reads (a cursor made per statement costs about 10 µs)."""
         held = getattr(self._local, "conn", None)
         if held is not None:
-            return held[1]
+            return held[1]  # type: ignore[no-any-return]
         with self._lock:
             self.check_open()
             if self._autocommit_engine is None:
@@ -119,8 +120,8 @@ class PgDatabase:
             self._held.append(fairy)
         raw = fairy.driver_connection
         assert raw is not None  # a checked-out connection always has one
-        self._local.conn = (fairy, raw)
-        return raw
+        self._local.conn = (fairy, raw.cursor())
+        return self._local.conn[1]  # type: ignore[no-any-return]
 
     def drop_autocommit_connection(self) -> None:
         """Discard this thread's autocommit connection (after an error)."""

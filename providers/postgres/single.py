@@ -60,9 +60,10 @@ class _OneStatement:
     def fetch_row(self, sql: TableSql, key: tuple[Any, ...]) -> Stored | None:
         """The stored row with ``key``, or None; :class:`Fallback` when the statement
         fails or the catalog no longer has this spec."""
-        params = {"kv_name": sql.spec.name, **sql.key_params(key)}
+        statement = self._statement
         try:
-            row = self._db.autocommit_connection().execute(self._statement.text, params, prepare=True).fetchone()
+            cursor = self._db.autocommit_cursor()
+            row = cursor.execute(statement.text, statement.params(sql.spec.name, key), prepare=True).fetchone()
         except Exception:
             self._db.drop_autocommit_connection()  # broken session or stale prepared plan: start afresh
             raise Fallback from None

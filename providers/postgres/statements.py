@@ -92,5 +92,18 @@ class ReadStatement:
             .select_from(joined)
             .where(catalog.c.name == sa.bindparam("kv_name"))
         )
-        self.text = str(stmt.compile(dialect=dialect))
+        # Compiled for positional parameters: psycopg binds a tuple without looking
+        # names up, which a read pays on every call.
+        compiled = stmt.compile(dialect=type(dialect)(paramstyle="format"))
+        self.text = str(compiled)
+        self.key_at = [compiled.positiontup.index(n) for n in sql.key_names]  # type: ignore[union-attr]
+        self.name_at = compiled.positiontup.index("kv_name")  # type: ignore[union-attr]
         self.fingerprint = sql.spec.fingerprint()
+
+    def params(self, name: str, key: tuple[Any, ...]) -> list[Any]:
+        """The statement's parameters for table ``name`` and ``key``, in order."""
+        params: list[Any] = [None] * (len(key) + 1)
+        params[self.name_at] = name
+        for at, value in zip(self.key_at, key):
+            params[at] = value
+        return params
