@@ -94,7 +94,8 @@ class ReadStatement:
         )
         # Compiled for positional parameters: psycopg binds a tuple without looking
         # names up, which a read pays on every call.
-        compiled = stmt.compile(dialect=type(dialect)(paramstyle="format"))
+        positional: Any = type(dialect)
+        compiled = stmt.compile(dialect=positional(paramstyle="format"))
         self.text = str(compiled)
         self.key_at = [compiled.positiontup.index(n) for n in sql.key_names]  # type: ignore[union-attr]
         self.name_at = compiled.positiontup.index("kv_name")  # type: ignore[union-attr]
