@@ -70,7 +70,10 @@ class TableSql:
         if self.converters:
             return [Row(*self.stored(r)) for r in rows]
         values = map(dict, map(zip, repeat(self.columns), rows))
-        return list(map(Row, values, map(_version, rows), map(_micros, map(_expires, rows))))
+        expires = list(map(_expires, rows))
+        if any(expires):  # else all None: no conversion call a row
+            expires = list(map(_micros, expires))
+        return list(map(Row, values, map(_version, rows), expires))
 
     def key_params(self, key: tuple[Any, ...]) -> dict[str, Any]:
         """Bind parameters for a key."""

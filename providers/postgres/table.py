@@ -199,10 +199,33 @@ class PgTable(TableBase):
     def _scan_rows(self, request: ScanRequest) -> Iterator[Row]:
         return self._fetch(request, self._sql.rows_many)
 
+    def _scan_list(self, request: ScanRequest) -> list[Row]:
+        """A page's rows in one list, built a fetched chunk at a time (no step per row)."""
+        if request.limit is not None and request.limit <= STREAM_ABOVE:
+            return self._fetch_all(self._select(request), self._sql.rows_many)
+        cursor = self._tx.query(self._select(request), stream=True)
+        rows: list[Row] = []
+        try:
+            while True:
+                with self._tx.errors():
+                    chunk = cursor.fetchmany(FETCH_ROWS)
+                if not chunk:
+                    return rows
+                rows += self._sql.rows_many(chunk)
+        finally:
+            with self._tx.errors():
+                cursor.close()
+
     def _fetch(self, request: ScanRequest, build: Callable[[list[Any]], list[T]]) -> Iterator[T]:
         """The rows of a scan built by ``build``: fetched at once when ``limit`` is small,
         else streamed through a server-side cursor."""
-        stmt = scan_select(
+        stmt = self._select(request)
+        if request.limit is not None and request.limit <= STREAM_ABOVE:
+            return iter(self._fetch_all(stmt, build))
+        return self._tx.track(_Cursor(self._tx, self._tx.query(stmt, stream=True), build))
+
+    def _select(self, request: ScanRequest) -> Any:
+        return scan_select(
             self._sql.table,
             self.spec,
             request.key_range,
@@ -212,13 +235,13 @@ class PgTable(TableBase):
             after=request.after,
             limit=request.limit,
         )
-        if request.limit is not None and request.limit <= STREAM_ABOVE:
-            cursor = self._tx.query(stmt)
-            with self._tx.errors():
-                rows = cursor.fetchall()
-            cursor.close()
-            return iter(build(rows))
-        return self._tx.track(_Cursor(self._tx, self._tx.query(stmt, stream=True), build))
+
+    def _fetch_all(self, stmt: Any, build: Callable[[list[Any]], list[T]]) -> list[T]:
+        cursor = self._tx.query(stmt)
+        with self._tx.errors():
+            rows = cursor.fetchall()
+        cursor.close()
+        return build(rows)
 
     def _scan_batches(self, request: ScanRequest, columns: tuple[str, ...], batch_size: int) -> Iterator[ColumnBatch]:
         stmt = scan_select(self._sql.table, self.spec, request.key_range, request.where, columns=columns)
