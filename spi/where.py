@@ -1,16 +1,42 @@
-"""``parse_where``: the CLI/TUI filter syntax, parsed with lark into :mod:`spi.filters`.
+"""``parse_where``: the CLI/TUI filter syntax, parsed by hand into :mod:`spi.filters`.
 
-Grammar: comparisons ``= != <> < <= > >=``, ``[not] in (...)``, ``[not] between a
-and b``, ``is [not] null``, ``[not] like 'pat'``, ``and``/``or``/``not`` and
-parentheses; keywords are case-insensitive and never column names; strings are single-quoted with ``''``
-as the escape; literals ``true``, ``false``, ``null``, numbers, and quoted ISO 8601
-timestamps. Columns and literal types are checked against the spec at parse time.
+Grammar (``or`` binds loosest, then ``and``, then ``not``)::
+
+    or_expr   := and_expr ("or" and_expr)*
+    and_expr  := not_expr ("and" not_expr)*
+    not_expr  := "not" not_expr | "(" or_expr ")" | predicate
+    predicate := NAME ("=" | "!=" | "<>" | "<" | "<=" | ">" | ">=") literal
+               | NAME ["not"] "in" "(" literal ("," literal)* ")"
+               | NAME ["not"] "between" literal "and" literal
+               | NAME "is" ["not"] "null"
+               | NAME ["not"] "like" STRING
+    literal   := STRING | NUMBER | "true" | "false" | "null"
+
+Keywords are case-insensitive and never column names (a keyword run on into a word
+character is a name: ``andy``, ``order_in``); names are ``[A-Za-z_][A-Za-z0-9_]*``;
+strings are single-quoted with ``''`` as the escape; numbers are ``[+-]`` then an
+integer, a decimal (``1.``, ``.5``, ``1.5``) or either with an exponent (``1e5``,
+``1.5E-3``); spaces, tabs and line breaks separate tokens. Quoted ISO 8601 timestamps
+and ``'b64:...'`` bytes are strings checked against the column type.
+
+A chain ``a and b and c`` is one :class:`And` of three parts (likewise ``or``);
+parentheses nest; ``x between a and b`` is ``And(x >= a, x <= b)``. Columns and literal
+types are checked against the spec, after the whole text has parsed: a syntax error
+anywhere is reported before a column or type error.
+
+Parentheses nest at most :data:`MAX_DEPTH` deep, and so do ``and``, ``or`` and ``not``
+in the expression built (``between`` counting as an ``and``): deeper filters would
+overflow the recursion of the code that evaluates and compiles them, so they are a
+:class:`WhereSyntaxError` naming the first parenthesis past the limit, or the operator
+at which the expression, counted from its innermost predicate, got too deep. A filter
+written out with ``str()`` has no more parentheses than levels, so it parses back.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any
+import re
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from spi.errors import InvalidFieldError, WhereSyntaxError
 from spi.filters import And, Compare, Expr, In, IsNull, Like, Not, Or
@@ -21,57 +47,43 @@ from spi.types import FieldType, validate_value
 KEYWORDS = ("and", "or", "not", "in", "like", "between", "is", "null", "true", "false")
 """The where-clause keywords (any case): never read as column names."""
 
-_GRAMMAR = r"""
-?start: or_expr
-?or_expr: and_expr (_OR and_expr)*
-?and_expr: not_expr (_AND not_expr)*
-?not_expr: _NOT not_expr -> negation
-         | atom
-?atom: "(" or_expr ")"
-     | comparison
-     | in_list
-     | between
-     | null_test
-     | like
-comparison: NAME OP literal
-in_list: NAME NOT? _IN "(" literal ("," literal)* ")"
-between: NAME NOT? _BETWEEN literal _AND literal
-null_test: NAME _IS NOT? _NULL
-like: NAME NOT? _LIKE STRING
-?literal: STRING -> string
-        | SIGNED_NUMBER -> number
-        | _TRUE -> true
-        | _FALSE -> false
-        | _NULL -> null
+MAX_DEPTH = 50
+"""How deep parentheses may nest, and and/or/not inside one another, in a where-clause."""
 
-OP: "<>" | "!=" | "<=" | ">=" | "=" | "<" | ">"
-_OR: /or\b/i
-_AND: /and\b/i
-NOT: /not\b/i
-_NOT: /not\b/i
-_IN: /in\b/i
-_BETWEEN: /between\b/i
-_IS: /is\b/i
-_NULL: /null\b/i
-_LIKE: /like\b/i
-_TRUE: /true\b/i
-_FALSE: /false\b/i
-NAME.-1: /(?!(?i:KEYWORDS)\b)[A-Za-z_][A-Za-z0-9_]*/
-STRING: /'(?:[^']|'')*'/
-%import common.SIGNED_NUMBER
-%import common.WS
-%ignore WS
-"""
+# One alternative a token kind; whitespace has no group. A keyword's group is the
+# keyword itself, so the kind of ``AND`` is ``"and"``.
+_TOKEN = re.compile(
+    r"[ \t\f\r\n]+"
+    r"|(?P<number>[+-]?(?:[0-9]+[eE][+-]?[0-9]+|(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+))"
+    r"|(?P<string>'(?:[^']|'')*')"
+    r"|(?P<op><>|!=|<=|>=|=|<|>)"
+    r"|(?P<punct>[(),])"
+    + "".join(rf"|(?P<{word}>(?i:{word})\b)" for word in KEYWORDS)
+    + r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<char>.)",
+    re.DOTALL,
+)
+_LITERALS = ("string", "number", "true", "false", "null")
 
 
-@lru_cache(maxsize=1)
-def _parser() -> Any:
-    from lark import Lark
+class _Token(NamedTuple):
+    kind: str  # a _TOKEN group name, the punctuation itself, or "end"
+    text: str
+    pos: int  # 0-based offset in the where-clause
 
-    grammar = _GRAMMAR.replace("KEYWORDS", "|".join(KEYWORDS))
-    # cache=True keeps the built parse tables in a file in the temp folder (keyed by
-    # the grammar and lark's version): later processes skip ~25 ms of building them.
-    return Lark(grammar, parser="lalr", maybe_placeholders=False, propagate_positions=True, cache=True)
+
+def _tokens(text: str) -> list[_Token]:
+    """The tokens of ``text`` up to its end or its first character no token starts with."""
+    out: list[_Token] = []
+    for m in _TOKEN.finditer(text):
+        kind = m.lastgroup
+        if kind is None:
+            continue
+        out.append(_Token(m.group() if kind == "punct" else kind, m.group(), m.start()))
+        if kind == "char":
+            return out
+    out.append(_Token("end", "", len(text)))
+    return out
 
 
 def parse_where(text: str, spec: TableSpec) -> Expr:
@@ -80,87 +92,170 @@ def parse_where(text: str, spec: TableSpec) -> Expr:
     Raises :class:`WhereSyntaxError` (with the 1-based ``position``) for a syntax
     error and :class:`InvalidFieldError` for an unknown column or mistyped literal.
     """
-    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-
     if not isinstance(text, str) or not text.strip():
         raise WhereSyntaxError("where: empty expression at position 1", position=1)
-    try:
-        tree = _parser().parse(text)
-    except UnexpectedEOF:
-        raise WhereSyntaxError(
-            f"where: unexpected end of expression at position {len(text) + 1}", position=len(text) + 1
-        ) from None
-    except UnexpectedToken as exc:
-        word = str(exc.token)
-        if exc.token.type == "$END":
-            pos, what, hint = len(text) + 1, "end of expression", ""
-        else:
-            pos, what, hint = (exc.token.start_pos or 0) + 1, repr(word), ""
-            if word.lower() in KEYWORDS and spec.has_column(word):
-                hint = f" ({word!r} is a keyword: a column of that name cannot be used in a where-clause)"
-        raise WhereSyntaxError(f"where: unexpected {what} at position {pos}{hint}", position=pos) from None
-    except UnexpectedCharacters as exc:
-        pos = (exc.pos_in_stream or 0) + 1
-        raise WhereSyntaxError(
-            f"where: unexpected character {text[pos - 1]!r} at position {pos}", position=pos
-        ) from None
-    except UnexpectedInput as exc:  # pragma: no cover - other lark input errors
-        pos = getattr(exc, "pos_in_stream", 0) + 1
-        raise WhereSyntaxError(f"where: syntax error at position {pos}", position=pos) from None
-    return _build(tree, spec)
+    return _Parser(text, spec).parse()
 
 
-def _build(node: Any, spec: TableSpec) -> Expr:
-    kind = node.data
-    ch = node.children
-    if kind == "or_expr":
-        return Or(tuple(_build(c, spec) for c in ch))
-    if kind == "and_expr":
-        return And(tuple(_build(c, spec) for c in ch))
-    if kind == "negation":
-        return Not(_build(ch[0], spec))
-    column = _column(ch[0], spec)
-    negated = len(ch) > 1 and getattr(ch[1], "type", None) == "NOT"
-    rest = ch[2:] if negated else ch[1:]
-    expr: Expr
-    if kind == "comparison":
-        op = {"=": "==", "<>": "!="}.get(str(rest[0]), str(rest[0]))
-        expr = Compare(column, op, _literal(rest[1], column, spec))
+class _Parser:
+    """Recursive descent over one where-clause's tokens, one method a grammar rule."""
+
+    def __init__(self, text: str, spec: TableSpec) -> None:
+        self.spec = spec
+        self.tokens = _tokens(text)
+        self.at = 0
+        self.parens = 0
+        # The first column or type error, raised only once the whole text has parsed.
+        self.error: InvalidFieldError | None = None
+
+    def parse(self) -> Expr:
+        expr, _ = self.or_expr()
+        self.take("end")
+        if self.error is not None:
+            raise self.error
         return expr
-    if kind == "in_list":
-        expr = In(column, tuple(_literal(v, column, spec) for v in rest))
-    elif kind == "between":
-        lo, hi = (_literal(v, column, spec) for v in rest)
-        expr = And((Compare(column, ">=", lo), Compare(column, "<=", hi)))
-    elif kind == "null_test":
+
+    def peek(self) -> str:
+        return self.tokens[self.at].kind
+
+    def take(self, *kinds: str) -> _Token:
+        token = self.tokens[self.at]
+        if token.kind not in kinds:
+            raise self.unexpected(token)
+        self.at += 1
+        return token
+
+    def or_expr(self) -> tuple[Expr, int]:
+        """The expression and its depth (levels of and/or/not, a predicate being 1)."""
+        return self.chain("or", self.and_expr)
+
+    def and_expr(self) -> tuple[Expr, int]:
+        return self.chain("and", self.not_expr)
+
+    def chain(self, joiner: str, part: Callable[[], tuple[Expr, int]]) -> tuple[Expr, int]:
+        expr, depth = part()
+        if self.peek() != joiner:
+            return expr, depth
+        at = self.tokens[self.at].pos
+        parts = [expr]
+        while self.peek() == joiner:
+            self.at += 1
+            expr, part_depth = part()
+            parts.append(expr)
+            depth = max(depth, part_depth)
+        return (Or if joiner == "or" else And)(tuple(parts)), self.deeper(depth, at)
+
+    def not_expr(self) -> tuple[Expr, int]:
+        nots = []
+        while self.peek() == "not":  # a loop, not recursion: a not costs no frame
+            nots.append(self.take("not").pos)
+        expr: Expr
+        if self.peek() == "(":
+            at = self.take("(").pos
+            self.parens += 1
+            if self.parens > MAX_DEPTH:
+                raise WhereSyntaxError(
+                    f"where: too many nested parentheses at position {at + 1} (at most {MAX_DEPTH})", position=at + 1
+                )
+            expr, depth = self.or_expr()
+            self.take(")")
+            self.parens -= 1
+        else:
+            expr, depth = self.predicate()
+        for at in reversed(nots):
+            expr, depth = Not(expr), self.deeper(depth, at)
+        return expr, depth
+
+    def deeper(self, depth: int, at: int) -> int:
+        """``depth`` + 1, the depth of an and/or/not at offset ``at``, unless too deep."""
+        if depth >= MAX_DEPTH:
+            raise WhereSyntaxError(
+                f"where: expression nested too deeply at position {at + 1} "
+                f"(and/or/not nest at most {MAX_DEPTH} levels)",
+                position=at + 1,
+            )
+        return depth + 1
+
+    def predicate(self) -> tuple[Expr, int]:
+        column = self.take("name").text
+        negated = self.peek() == "not"
+        if negated:
+            self.at += 1
+            form = self.take("in", "between", "like").kind
+        else:
+            token = self.take("op", "in", "between", "like", "is")
+            form = token.text if token.kind == "op" else token.kind
+        values: list[_Token] = []
+        if form == "is":
+            negated = self.peek() == "not"
+            self.at += negated
+            self.take("null")
+        elif form == "in":
+            self.take("(")
+            values.append(self.take(*_LITERALS))
+            while self.peek() == ",":
+                self.at += 1
+                values.append(self.take(*_LITERALS))
+            self.take(")")
+        elif form == "between":
+            values.append(self.take(*_LITERALS))
+            self.take("and")
+            values.append(self.take(*_LITERALS))
+        else:
+            values.append(self.take("string") if form == "like" else self.take(*_LITERALS))
+        # between is an And; a negated in/like/between is also wrapped in a Not
+        depth = 1 + (form == "between") + (negated and form != "is")
+        if self.error is None:
+            try:
+                return _predicate(self.spec, column, form, negated, values), depth
+            except InvalidFieldError as exc:
+                self.error = exc
+        return IsNull(column), depth  # a stand-in: parse() raises self.error instead of returning
+
+    def unexpected(self, token: _Token) -> WhereSyntaxError:
+        pos = token.pos + 1
+        if token.kind == "end":
+            return WhereSyntaxError(f"where: unexpected end of expression at position {pos}", position=pos)
+        if token.kind == "char":
+            return WhereSyntaxError(f"where: unexpected character {token.text!r} at position {pos}", position=pos)
+        hint = ""
+        if token.text.lower() in KEYWORDS and self.spec.has_column(token.text):
+            hint = f" ({token.text!r} is a keyword: a column of that name cannot be used in a where-clause)"
+        return WhereSyntaxError(f"where: unexpected {token.text!r} at position {pos}{hint}", position=pos)
+
+
+def _predicate(spec: TableSpec, column: str, form: str, negated: bool, values: list[_Token]) -> Expr:
+    """The expression of one predicate; ``form`` is its operator or keyword."""
+    ftype = spec.type_of(column)
+    expr: Expr
+    if form == "is":
         return IsNull(column, negated=negated)
-    elif kind == "like":
-        if spec.type_of(column) is not FieldType.STRING:
-            raise InvalidFieldError(f"like needs a string column; {column!r} is {spec.type_of(column)}", column=column)
-        expr = Like(column, _unquote(str(rest[0])))
-    else:  # pragma: no cover - grammar and builder out of step
-        raise AssertionError(kind)
+    if form == "like":
+        if ftype is not FieldType.STRING:
+            raise InvalidFieldError(f"like needs a string column; {column!r} is {ftype}", column=column)
+        expr = Like(column, _unquote(values[0].text))
+    else:
+        literals = [_literal(value, column, ftype) for value in values]
+        if form == "in":
+            expr = In(column, tuple(literals))
+        elif form == "between":
+            expr = And((Compare(column, ">=", literals[0]), Compare(column, "<=", literals[1])))
+        else:
+            return Compare(column, {"=": "==", "<>": "!="}.get(form, form), literals[0])
     return Not(expr) if negated else expr
-
-
-def _column(token: Any, spec: TableSpec) -> str:
-    name = str(token)
-    spec.type_of(name)
-    return name
 
 
 def _unquote(text: str) -> str:
     return text[1:-1].replace("''", "'")
 
 
-def _literal(node: Any, column: str, spec: TableSpec) -> Any:
-    ftype = spec.type_of(column)
-    kind = node.data
+def _literal(token: _Token, column: str, ftype: FieldType) -> Any:
+    kind = token.kind
     if kind == "null":
         return None
     value: Any
     if kind == "string":
-        text = _unquote(str(node.children[0]))
+        text = _unquote(token.text)
         if ftype is FieldType.STRING:
             value = text
         elif ftype is FieldType.TIMESTAMP:
@@ -170,7 +265,7 @@ def _literal(node: Any, column: str, spec: TableSpec) -> Any:
         else:
             raise _mistyped(column, ftype, f"'{text}'")
     elif kind == "number":
-        raw = str(node.children[0])
+        raw = token.text
         if ftype.is_integer and raw.lstrip("+-").isdigit():
             value = int(raw)
         elif ftype in (FieldType.FLOAT, FieldType.DOUBLE):
