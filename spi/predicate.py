@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from spi.spec import TableSpec
 
 _FLOATS = (FieldType.FLOAT, FieldType.DOUBLE)
+_GROUP = 16
+"""Parts of an and/or compiled as one conditional chain; longer chains are split."""
 
 
 class PredicateBuilder:
@@ -82,13 +84,20 @@ class PredicateBuilder:
             v = self._var()
             return f"(None if ({v} := {self.source(expr.part)}) is None else not {v})"
         if isinstance(expr, (And, Or)):
+            parts = expr.parts
+            if len(parts) > _GROUP:
+                # Kleene and/or are associative: a long chain becomes a shallow tree
+                # (the source of a flat chain nests as deep as the chain is long).
+                kind = type(expr)
+                parts = tuple(kind(parts[i : i + _GROUP]) for i in range(0, len(parts), _GROUP))
+                return self.source(kind(parts))
             stop, other = ("False", "True") if isinstance(expr, And) else ("True", "False")
-            names = [self._var() for _ in expr.parts]
+            names = [self._var() for _ in parts]
             # Short-circuit on the deciding value; otherwise unknown if any part was.
             tail = f"(None if {' or '.join(f'{n} is None' for n in names)} else {other})"
-            for name, part in reversed(list(zip(names, expr.parts))):
-                tail = f"({stop} if ({name} := {self.source(part)}) is {stop} else {tail})"
-            return tail
+            for name, part in reversed(list(zip(names, parts))):
+                tail = f"{stop} if ({name} := {self.source(part)}) is {stop} else {tail}"
+            return f"({tail})"
         raise TypeError(f"not a filter expression: {expr!r}")
 
 

@@ -10,7 +10,7 @@ import pytest
 import spi
 from spi import col
 from spi.errors import InvalidFieldError
-from spi.filters import escape_like
+from spi.filters import And, Or, escape_like
 from spi.testing.conformance.base import keys, sorted_keys
 from spi.testing.fixtures import ORDERS, order_rows
 from spi.testing.reference.predicates import like
@@ -83,6 +83,19 @@ class FilterTests:
         assert keys(orders.scan(where=spi.parse_where("id between -2 and 4 and status <> 'closed'", ORDERS))) == keys(
             orders.scan(where=(col("id") >= -2) & (col("id") <= 4) & (col("status") != "closed"))
         )
+
+    def test_long_and_or_chains(self, provider: Any, orders: Any) -> None:
+        """A chain of a thousand parts (what a where-clause joining a thousand
+        comparisons with ``and`` parses to) filters as its parts do."""
+        ids = [r["id"] for r in order_rows()]
+        every = And((*(col("id") != i for i in range(1000, 2000)), col("id") > 3))
+        some = Or((*(col("id") == i for i in range(1000, 2000)), col("id") == 4))
+        text = " and ".join(f"id <> {i}" for i in range(1000, 2000)) + " and id > 3"
+        for expr, want in ((every, [i for i in ids if i > 3]), (some, [4])):
+            assert sorted(r["id"] for r in orders.scan(where=expr)) == want
+            assert orders.count(where=expr) == len(want)
+            assert sorted(r["id"] for r in orders.scan(where=expr, descending=True, limit=50)) == want
+        assert orders.count(where=spi.parse_where(text, ORDERS)) == len([i for i in ids if i > 3])
 
     def test_like_is_case_sensitive_and_literal(self, provider: Any) -> None:
         spec = spi.TableSpec("lk", [spi.Field("k", "long"), spi.Field("s", "string")], ["k"])
