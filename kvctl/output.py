@@ -12,12 +12,14 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from itertools import islice
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from kvctl.grid import Grid
 from kvctl.render import bare, word
-from kvctl.rowtext import RowLines, csv_line, csv_lines, json_line
 from spi.types import FieldType
+
+if TYPE_CHECKING:
+    from kvctl.rowtext import RowLines
 
 CHUNK = 512
 """json/csv lines written at a time (one write instead of one per row)."""
@@ -69,11 +71,15 @@ class RowPrinter:
         self._csv: Callable[[Mapping[str, Any]], str] | None = None
         self._csv_chunk: RowLines | None = None
         if fmt in (OutputFormat.csv, OutputFormat.tsv):
+            from kvctl.rowtext import csv_line, csv_lines  # rows' modules: not for --version or --help
+
             delimiter = "," if fmt is OutputFormat.csv else "\t"
             self._csv = csv_line(self.columns, types, delimiter)
             self._csv_chunk = csv_lines(self.columns, types, delimiter)
             self._lines.append(csv_line(self.columns, None, delimiter)(dict(zip(self.columns, self.columns))))
         elif fmt in (OutputFormat.json, OutputFormat.ndjson):
+            from kvctl.rowtext import json_line
+
             self._json = json_line(types)
 
     def add(self, row: Mapping[str, Any]) -> None:
