@@ -33,8 +33,12 @@ _CONVERTED = (FieldType.TIMESTAMP, FieldType.FLOAT, FieldType.DOUBLE)
 (it writes ``Z`` for UTC and null for NaN)."""
 
 
-def _as_dict(row: Mapping[str, Any]) -> dict[str, Any]:
-    return row if type(row) is dict else row.to_dict() if type(row) is Row else dict(row)  # type: ignore[attr-defined]
+def _as_dict(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The row's values as a mapping msgspec encodes and the generated lines index
+    (shared, not copied: only read)."""
+    if type(row) is Row:
+        row = row.mapping
+    return row if type(row) is dict else dict(row)
 
 
 def json_line(types: Mapping[str, FieldType] | None) -> Callable[[Mapping[str, Any]], bytes]:
@@ -51,13 +55,14 @@ def json_line(types: Mapping[str, FieldType] | None) -> Callable[[Mapping[str, A
 
     def line(row: Mapping[str, Any]) -> bytes:
         values = _as_dict(row)
-        if values is row:
-            values = dict(values)  # never change the caller's dict
+        converted = None
         for c in special:
             v = values.get(c)
             if v is not None and (type(v) is not float or v - v != 0.0):  # a timestamp, NaN or ±inf
-                values[c] = to_json_value(v)
-        return encode(values)
+                if converted is None:
+                    converted = dict(values)  # never change the row's own values
+                converted[c] = to_json_value(v)
+        return encode(values if converted is None else converted)
 
     return line
 
@@ -122,7 +127,7 @@ def _csv_builders(
         "    return text + '\\n'\n"
         "def lines(rows):\n"
         "    try:\n"
-        f'        text = "\\n".join([f"{text}" for r in rows for values in (r.to_dict() if type(r) is Row else as_dict(r),)])\n'
+        f'        text = "\\n".join([f"{text}" for r in rows for values in (r.mapping if type(r) is Row else as_dict(r),)])\n'
         "    except KeyError:\n"
         "        return ''.join(map(line, rows))\n"
         "    n = len(rows)\n"

@@ -22,12 +22,15 @@ class Row(msgspec.Struct, Mapping[str, Any], metaclass=_RowMeta, gc=False, eq=Fa
     :attr:`expires_at`.
 
     ``Row(values, version, expires_at=None)`` keeps ``values`` as given (no copy: do
-    not change it afterwards); ``expires_at`` is an aware datetime or microseconds
-    since the epoch. A row is a struct outside the garbage collector (its values are
+    not change it afterwards) as :attr:`mapping`; ``expires_at`` is an aware datetime
+    or microseconds since the epoch. A row is a struct outside the garbage collector (its values are
     plain data, so it can never be part of a cycle): scans make one per row, and
     tracking each one cost about a tenth of a microsecond."""
 
-    _values: Mapping[str, Any]
+    mapping: Mapping[str, Any]
+    """The values themselves, not a copy (the fastest way to hand a row's values to a
+    function that takes a dict): read it, never change it; :meth:`to_dict` gives a
+    dict of your own."""
     version: int
     # Kept as given; the stores hand microseconds, and the datetime is made only when asked for.
     _expires: datetime | int | None = None
@@ -45,24 +48,24 @@ class Row(msgspec.Struct, Mapping[str, Any], metaclass=_RowMeta, gc=False, eq=Fa
         return to_micros(expires) if isinstance(expires, datetime) else expires
 
     def __getitem__(self, column: str) -> Any:
-        return self._values[column]
+        return self.mapping[column]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
+        return iter(self.mapping)
 
     def __len__(self) -> int:
-        return len(self._values)
+        return len(self.mapping)
 
     __eq__ = Mapping.__eq__  # the values alone, as any mapping compares
 
     def __repr__(self) -> str:
         expires = self.expires_at
         extra = "" if expires is None else f", expires_at={expires!r}"
-        return f"Row({dict(self._values)!r}, version={self.version}{extra})"
+        return f"Row({dict(self.mapping)!r}, version={self.version}{extra})"
 
     def to_dict(self) -> dict[str, Any]:
         """A plain ``dict`` copy of the values."""
-        return dict(self._values)
+        return dict(self.mapping)
 
 
 @dataclass(frozen=True)

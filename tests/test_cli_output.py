@@ -142,9 +142,11 @@ def test_fast_lines_match_csv_writer_and_json_dumps(rows: list[dict[str, Any]], 
     for types in (_TYPES, None):
         encode = json_line(types)
         for row in rows:
-            got = encode(row)
-            assert json.loads(got) == json.loads(json.dumps(json_row(row)))
-            assert row == {**row}  # the caller's row is left as it was
+            before = dict(row)
+            as_row = spi.Row(dict(row), 1)  # a scan's row: its values are encoded, not copied
+            expected = json.loads(json.dumps(json_row(row)))
+            assert json.loads(encode(row)) == expected and json.loads(encode(as_row)) == expected
+            assert row == before and as_row.mapping == before  # the values are left as they were
 
 
 @pytest.mark.parametrize("all_at_once", [False, True])
