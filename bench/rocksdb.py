@@ -72,7 +72,7 @@ def main() -> int:
     args = parser.parse_args()
     n, reads = args.rows, min(args.reads, args.rows)
     root = Path(tempfile.mkdtemp(prefix="kvctl-bench-", dir=args.dir))
-    results: list[tuple[str, float, float, float]] = []
+    results: list[tuple[str, float, float, float | None]] = []
     try:
         # Both sides start from their input in memory: the provider from row dicts,
         # raw rocksdict from the provider's own stored bytes (written by the first run).
@@ -99,6 +99,10 @@ def main() -> int:
         raw_indexed = timed(lambda: _raw_load(scratch, batches, n))
         results.append(("load, 1 index: rows + entries (rows/s)", prov_indexed, raw_indexed, 0.2))
         scratch.close()
+        # What an equality on g = 5 reads: its index entries (one run: they share the
+        # value's prefix; an entry ends with its row's key), then those rows.
+        five = next(i for i in range(n) if (i * 7919) % GROUPS == 5)
+        entry_prefix, row_prefix = entries[five][0][:-8], encoded[0][0][:-8]
         entries.clear()
         batches.clear()
         p = spi.connect(f"rocksdb://{root}/provider")
@@ -106,6 +110,7 @@ def main() -> int:
         # provider's was reopened above), not one warm in its write buffers.
         raw.close()
         raw = _raw_open(root / "raw")
+        raw_with_index = _raw_open(root / "raw-indexed")
 
         rng = random.Random(42)
         ids = [rng.randrange(n) for _ in range(reads)]
@@ -158,9 +163,22 @@ def main() -> int:
 
             return run
 
+        def raw_equality() -> int:
+            found = 0
+            keys: list[bytes] = []
+            for key in raw_with_index.keys(from_key=entry_prefix):
+                if not key.startswith(entry_prefix):
+                    break
+                keys.append(row_prefix + key[-8:])
+                if len(keys) == 256:  # the provider's largest multi-get
+                    found += sum(v is not None for v in raw_with_index.get(keys))
+                    keys = []
+            return found + sum(v is not None for v in raw_with_index.get(keys))
+
         indexed = timed(filtered("g"), REPEAT)
-        unindexed = timed(filtered("g2"), REPEAT)
-        results.append(("1% equality: index vs none (rows/s)", indexed, unindexed, 20.0))
+        results.append(("1% equality, by index (rows/s)", indexed, timed(raw_equality, REPEAT), 0.5))
+        results.append(("1% equality: index vs none (rows/s)", indexed, timed(filtered("g2"), REPEAT), None))
+        raw_with_index.close()
         raw.close()
         p.close()
     finally:
@@ -214,12 +232,15 @@ def _raw_open(path: Path) -> Any:
     return rocksdict.Rdict(str(path), options, column_families={"default": options})
 
 
-def _report(n: int, results: list[tuple[str, float, float, float]]) -> int:
+def _report(n: int, results: list[tuple[str, float, float, float | None]]) -> int:
     print(f"RocksDB provider vs raw rocksdict, {n:,} rows of about 100 bytes")
     print(f"{'operation':<38} {'provider':>12} {'raw':>12} {'ratio':>8} {'target':>8}  result")
     failed = 0
     for name, prov, raw, target in results:
         ratio = prov / raw
+        if target is None:  # information: the "raw" column is another provider figure
+            print(f"{name:<38} {prov:>12,.0f} {raw:>12,.0f} {ratio:>7.2f}x {'-':>8}  (info)")
+            continue
         ok = ratio >= target
         failed += not ok
         print(f"{name:<38} {prov:>12,.0f} {raw:>12,.0f} {ratio:>7.2f}x {target:>7.2f}x  {'pass' if ok else 'FAIL'}")

@@ -51,6 +51,9 @@ class Scanner:
         # The common cases: one generator over the store builds the rows.
         if plan.index is None and plan.order_by is None:
             return self._key_rows(plan.key_range, plan.descending, request.after, plan.residual, request.limit, make)
+        if plan.index is not None and make is Row:  # rows decoded a fetched run at a time, filtered on the stored array
+            index_chunks = self._index_chunks(plan, request.after)
+            return self._layout.readers(plan.residual)[0](self._buffer, index_chunks, request.limit)  # type: ignore[return-value]
         if plan.index is not None and plan.residual is None:
             found = self._index_rows(plan, request.after, make)
             return found if request.limit is None else islice(found, request.limit)
@@ -225,37 +228,45 @@ class Scanner:
             _, end = decode_nullable(ftype, position)
             yield position, position[end:]
 
-    def _index_rows(self, plan: Plan, after: bytes | None, make: Callable[..., Any] = Stored) -> Iterator[Any]:
-        """The rows an index scan finds, as ``make(values, version)``."""
+    def _index_chunks(self, plan: Plan, after: bytes | None) -> Iterator[list[bytes]]:
+        """The stored values of the rows an index scan finds, one multi-get of a run of
+        entries at a time, in runs that grow so that a short scan fetches little."""
         assert plan.index is not None
         lay = self._layout
         # A key-ordered scan resumes by key; the entries carry the key after the value.
         entries = self._index_entries(plan.index, plan, after)
         lo, hi = range_bytes(b"", lay.key_types, plan.key_range)
         everything = plan.key_range == ResolvedRange.everything()
-        tx, prefix, unpack, values_of = self._buffer, lay.row_prefix, _unpack, lay.values_of
-        now = time.time_ns() // 1000
-        # The rows of a run of entries are fetched together (one multi-get), in runs
-        # that grow so that a short scan fetches little.
+        tx, prefix = self._buffer, lay.row_prefix
         size = _FIRST_FETCH
         while True:
-            if tx.ended:
-                raise ended_error()
             run = list(islice(entries, size))
             keys = [prefix + enc for _, enc in run if everything or (lo <= enc and (hi is None or enc < hi))]
-            for data in tx.get_many(keys):
-                if tx.ended:
-                    raise ended_error()
-                if data is not None:
-                    raw = unpack(data)
-                    head = raw[0]
-                    if head.__class__ is int:
-                        yield make(values_of(raw), head)
-                    elif head[1] > now:
-                        yield make(values_of(raw), head[0], head[1])
+            yield [data for data in tx.get_many(keys) if data is not None]
             if len(run) < size:
                 return
             size = min(size * 4, _MAX_FETCH)
+
+    def _index_rows(self, plan: Plan, after: bytes | None, make: Callable[..., Any] = Stored) -> Iterator[Any]:
+        """The rows an index scan finds, as ``make(values, version)``."""
+        tx, unpack, values_of = self._buffer, _unpack, self._layout.values_of
+        now = time.time_ns() // 1000
+        chunks = self._index_chunks(plan, after)
+        while True:
+            if tx.ended:
+                raise ended_error()
+            chunk = next(chunks, None)
+            if chunk is None:
+                return
+            for data in chunk:
+                if tx.ended:
+                    raise ended_error()
+                raw = unpack(data)
+                head = raw[0]
+                if head.__class__ is int:
+                    yield make(values_of(raw), head)
+                elif head[1] > now:
+                    yield make(values_of(raw), head[0], head[1])
 
     def _key_column_order(self, plan: Plan, after: bytes | None) -> Iterator[Stored]:
         """Order by a key column other than the first: merge one sorted run per
