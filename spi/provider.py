@@ -8,7 +8,6 @@ auto-commit handle and context management are implemented here, once.
 from __future__ import annotations
 
 import contextlib
-import random
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -128,6 +127,8 @@ class ProviderBase(Provider, ABC):
             except ConflictError:
                 if attempt >= retries:
                     raise
+                import random  # only a retry needs it (1 ms of start-up otherwise)
+
                 time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))
                 attempt += 1
 

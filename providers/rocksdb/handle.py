@@ -28,7 +28,6 @@ import fcntl
 import functools
 import mmap
 import os
-import random
 import threading
 import time
 from collections import deque
@@ -380,6 +379,8 @@ class PathHandle:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise _busy(self.path, timeout)
+                import random  # only a wait needs it (1 ms of start-up otherwise)
+
                 time.sleep(min(left, delay * random.uniform(0.5, 1.0)))
                 delay = min(delay * 1.5, _MAX_POLL)
         finally:
