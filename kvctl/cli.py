@@ -6,6 +6,7 @@ Every failure ends as one ``error: ...`` line on stderr and an exit code (see
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -130,4 +131,8 @@ def root(
 
 def main() -> None:
     """Entry point of the ``kvctl`` console script."""
+    # A command allocates many short-lived objects (imports, a scan's values) and makes
+    # little cyclic garbage: a young collection every 700 allocations cost 10-20 ms of
+    # a 200,000-row scan. Cycles are still collected, every 50,000 allocations.
+    gc.set_threshold(50_000)
     typer.main.get_command(app).main(prog_name="kvctl")
