@@ -67,6 +67,7 @@ class TableSpec:
     __slots__ = (
         "_by_name",
         "_columns",
+        "_fingerprint",
         "_hash",
         "_key_types",
         "_row_check",
@@ -90,6 +91,7 @@ class TableSpec:
     """Seconds after each write that a row expires (None: rows never expire by default)."""
     _by_name: dict[str, Field]
     _columns: tuple[str, ...]
+    _fingerprint: str
     _hash: int
     _key_types: tuple[FieldType, ...]
     _row_check: Callable[[dict[str, Any]], dict[str, Any]] | None
@@ -308,6 +310,10 @@ class TableSpec:
 
     def fingerprint(self) -> str:
         """A short stable digest of the spec, used to bind scan tokens to it."""
+        try:
+            return self._fingerprint  # made once: a spec never changes, and each page of a scan asks twice
+        except AttributeError:
+            pass
         import hashlib
 
         parts: list[Any] = [
@@ -321,7 +327,9 @@ class TableSpec:
         if self.ttl is not None:
             parts.append(["ttl", self.ttl])
         canonical = json.dumps(parts)
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        digest = hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        object.__setattr__(self, "_fingerprint", digest)
+        return digest
 
 
 def _spec_with_options(
