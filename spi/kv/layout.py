@@ -39,6 +39,7 @@ from typing import Any
 import msgspec
 
 from spi.codec import encode_key, from_micros, key_encoder, nullable_encoder, prefix_successor, to_micros
+from spi.codegen import column_closure, dict_display
 from spi.filters import Expr
 from spi.keys import ResolvedRange
 from spi.kv.bulk import KvLoadPreparer
@@ -275,15 +276,13 @@ def _generated_reader(
     a chunk decodes only its rows' first ``probe`` columns (msgpack skips the rest
     without making their values), and a row ``keep`` is true for decodes whole."""
     probing = probe is not None and probe < n
-    columns = [f"c{i}" for i in range(n)]
 
     def value(i: int) -> str:
         return f"(None if r.c{i} is None else from_micros(r.c{i}))" if i in timestamps else f"r.c{i}"
 
-    items = ", ".join(f"{c}: {value(i)}" for i, c in enumerate(columns))
     test = f"if {keep} is not True:\n    continue\n" if keep is not None else ""
     whole = "r = decode_one(data)\n" if probing else ""
-    values = f"{{{items}}}"
+    values = dict_display(n, value)
     row = (
         f"v = r.head\n"
         f"if v.__class__ is int:\n{indent(test + whole, '    ')}"
@@ -296,39 +295,37 @@ def _generated_reader(
     # A chunk's stored values decode in one call, behind a msgpack array header.
     decoded = "decode(array_head(len(chunk)) + join(chunk))"
     loop = f"for data, r in zip(chunk, {decoded}):" if probing else f"for r in {decoded}:"
-    source = (
-        f"def make({', '.join(columns)}):\n"
-        f"    def read_rows(view, chunks, limit):\n"
-        f"        n = 0\n"
-        f"        now = clock() // 1000\n"
-        f"        while True:\n"
-        f"            if view.ended:  # checked before the store is touched again\n"
+    body = (
+        f"def read_rows(view, chunks, limit):\n"
+        f"    n = 0\n"
+        f"    now = clock() // 1000\n"
+        f"    while True:\n"
+        f"        if view.ended:  # checked before the store is touched again\n"
+        f"            raise ended_error()\n"
+        f"        chunk = next(chunks, None)\n"
+        f"        if chunk is None:\n"
+        f"            return\n"
+        f"        {loop}\n"
+        f"            if view.ended:\n"
         f"                raise ended_error()\n"
-        f"            chunk = next(chunks, None)\n"
-        f"            if chunk is None:\n"
+        f"{indent(row, ' ' * 12)}"
+        f"            yield row\n"
+        f"            n += 1\n"
+        f"            if n == limit:\n"
         f"                return\n"
-        f"            {loop}\n"
-        f"                if view.ended:\n"
-        f"                    raise ended_error()\n"
-        f"{indent(row, ' ' * 16)}"
-        f"                yield row\n"
-        f"                n += 1\n"
-        f"                if n == limit:\n"
-        f"                    return\n"
-        f"    def read_list(chunks, limit):\n"
-        f"        rows = []\n"
-        f"        append = rows.append\n"
-        f"        n = 0\n"
-        f"        now = clock() // 1000\n"
-        f"        for chunk in chunks:\n"
-        f"            {loop}\n"
-        f"{indent(row, ' ' * 16)}"
-        f"                append(row)\n"
-        f"                n += 1\n"
-        f"                if n == limit:\n"
-        f"                    return rows\n"
-        f"        return rows\n"
-        f"    return read_rows, read_list\n"
+        f"def read_list(chunks, limit):\n"
+        f"    rows = []\n"
+        f"    append = rows.append\n"
+        f"    n = 0\n"
+        f"    now = clock() // 1000\n"
+        f"    for chunk in chunks:\n"
+        f"        {loop}\n"
+        f"{indent(row, ' ' * 12)}"
+        f"            append(row)\n"
+        f"            n += 1\n"
+        f"            if n == limit:\n"
+        f"                return rows\n"
+        f"    return rows\n"
     )
     namespace: dict[str, Any] = {
         **names,
@@ -341,8 +338,7 @@ def _generated_reader(
         "ended_error": ended_error,
         "clock": time.time_ns,
     }
-    exec(source, namespace)
-    return namespace["make"]
+    return column_closure(n, body, namespace, "read_rows, read_list")
 
 
 @functools.lru_cache(maxsize=64)
@@ -360,25 +356,14 @@ def _stored_decoder(n: int, many: bool) -> Callable[[bytes], Any]:
 @functools.lru_cache(maxsize=64)
 def _dict_builder(n: int) -> Callable[..., Callable[[list[Any]], dict[str, Any]]]:
     """``make(*columns)`` returning ``build(raw)`` = ``{columns[i]: raw[i + 1]}``, with
-    ``raw`` padded with nulls when it is short.
-
-    Generated (as :func:`collections.namedtuple` does) because a dict display runs
-    about twice as fast as ``dict(zip(...))`` and every row read goes through it. The
-    source holds only generated names and numbers, never a column name.
-    """
-    names = [f"c{i}" for i in range(n)]
-    items = ", ".join(f"{c}: r[{i + 1}]" for i, c in enumerate(names))
-    source = (
-        f"def make({', '.join(names)}):\n"
-        f"    def build(r):\n"
-        f"        if len(r) <= {n}:\n"
-        f"            r = r + [None] * ({n + 1} - len(r))\n"
-        f"        return {{{items}}}\n"
-        f"    return build\n"
+    ``raw`` padded with nulls when it is short (:mod:`spi.codegen`)."""
+    body = (
+        f"def build(r):\n"
+        f"    if len(r) <= {n}:\n"
+        f"        r = r + [None] * ({n + 1} - len(r))\n"
+        f"    return {dict_display(n, lambda i: f'r[{i + 1}]')}\n"
     )
-    namespace: dict[str, Any] = {}
-    exec(source, namespace)
-    return namespace["make"]  # type: ignore[no-any-return]
+    return column_closure(n, body, {})
 
 
 def range_bytes(prefix: bytes, key_types: tuple[FieldType, ...], r: ResolvedRange) -> tuple[bytes, bytes | None]:
