@@ -9,6 +9,7 @@ transaction has ended.
 from __future__ import annotations
 
 import weakref
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
@@ -53,6 +54,10 @@ class WriteBuffer:
         # Buffered writes; their keys are kept sorted only once a scan needs them,
         # so write-only transactions (bulk loads) pay a dict insert per write.
         self._writes: dict[bytes, bytes | None] = {}
+        # Runs of a load: keys strictly increasing, each run's key range holding no
+        # other buffered key; kept as lists (no dict insert, no sort at commit) until
+        # a read or write that may touch their range merges them into ``_writes``.
+        self._runs: list[tuple[list[bytes], list[bytes]]] = []
         self._sorted: SortedList | None = None
         self._range_deletes: list[tuple[bytes, bytes]] = []
         self._last: tuple[list[bytes], list[bytes]] | None = None  # see append_last
@@ -78,25 +83,30 @@ class WriteBuffer:
 
     def is_buffered(self, key: bytes) -> bool:
         """True if this transaction wrote ``key`` (its value is not the store's)."""
+        self._settle(key, key)
         return key in self._writes
 
     def get(self, key: bytes) -> bytes | None:
         """The value under ``key`` as this transaction sees it."""
+        if self._runs:
+            self._settle(key, key)
         writes = self._writes
         if writes and key in writes:
             return writes[key]
         return self._session.get(key)
 
-    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
-        """The values under ``keys`` as this transaction sees them, in order.
+    def get_many(self, keys: list[bytes], *, ordered: bool = False) -> list[bytes | None]:
+        """The values under ``keys`` as this transaction sees them, in order;
+        ``ordered``: the keys are strictly increasing.
 
         When no stored key lies between the smallest and the largest of the keys
         not written by this transaction (appends, loads into an empty stretch),
         one seek shows that none of them exists and the lookups are skipped.
         """
+        self._settle()
         writes = self._writes
         if not writes:
-            if keys and self._any_stored(min(keys), max(keys)):
+            if keys and self._any_stored(*((keys[0], keys[-1]) if ordered else (min(keys), max(keys)))):
                 return self._session.get_many(keys)
             return [None] * len(keys)
         pending = [k for k in keys if k not in writes]
@@ -117,32 +127,43 @@ class WriteBuffer:
 
     def values(self, lo: bytes, hi: bytes | None, reverse: bool = False) -> Iterator[bytes]:
         """The values of :meth:`iterate` (straight from the store when nothing is buffered)."""
+        self._settle()
         if not self._writes:
             return self._session.values(lo, hi, reverse)
         return (v for _, v in self.iterate(lo, hi, reverse))
 
     def value_chunks(self, lo: bytes, hi: bytes | None, reverse: bool, first: int) -> Iterator[list[bytes]]:
         """The values of :meth:`values` in lists (see :meth:`StoreSession.value_chunks`)."""
+        self._settle()
         if not self._writes:
             return self._session.value_chunks(lo, hi, reverse, first)
         return chunked(self.values(lo, hi, reverse), first)
 
     def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
         """The keys of :meth:`iterate` (straight from the store when nothing is buffered)."""
+        self._settle()
         if not self._writes:
             return self._session.keys(lo, hi)
         return (k for k, _ in self.iterate(lo, hi))
 
     def put(self, key: bytes, value: bytes | None) -> None:
         """Buffer a write (None: a delete)."""
+        if self._runs:
+            self._settle(key, key)
         if self._sorted is not None and key not in self._writes:
             self._sorted.add(key)
         self._writes[key] = value
 
-    def put_many(self, keys: list[bytes], values: Iterable[bytes]) -> None:
-        """Buffer the writes of ``values`` under ``keys`` (bulk loads)."""
+    def put_many(self, keys: list[bytes], values: Iterable[bytes], *, ordered: bool = False) -> None:
+        """Buffer the writes of ``values`` under ``keys`` (bulk loads); ``ordered``: the
+        keys are strictly increasing, so a load's run of them into a buffer without
+        other writes is kept as it is, in order, for the commit."""
+        if ordered and keys and not self._writes and self._sorted is None and self._outside_runs(keys[0], keys[-1]):
+            self._runs.append((keys, values if isinstance(values, list) else list(values)))
+            return
+        self._settle()
         if self._sorted is not None:
-            self._sorted.update(k for k in keys if k not in self._writes)
+            self._sorted.update({k for k in keys if k not in self._writes})  # a key given twice is added once
         self._writes.update(zip(keys, values))
 
     def append_last(self, keys: list[bytes], values: list[bytes]) -> None:
@@ -162,18 +183,56 @@ class WriteBuffer:
 
     def delete_range(self, prefix: bytes, hi: bytes) -> None:
         """Delete every key in ``[prefix, hi)`` at commit (never read after)."""
+        self._settle()
         self._range_deletes.append((prefix, hi))
         for k in list(self._sorted_writes().irange(prefix, hi, inclusive=(True, False))):
             del self._writes[k]
             self._sorted_writes().remove(k)
 
+    def _outside_runs(self, lo: bytes, hi: bytes) -> bool:
+        """True when no pending run's key range meets ``[lo, hi]``."""
+        return all(hi < keys[0] or lo > keys[-1] for keys, _ in self._runs)
+
+    def _settle(self, lo: bytes | None = None, hi: bytes | None = None) -> None:
+        """Merge the pending runs into the buffered writes (unless ``[lo, hi]`` is
+        given and none of their ranges meets it)."""
+        if not self._runs or (lo is not None and hi is not None and self._outside_runs(lo, hi)):
+            return
+        runs, self._runs = self._runs, []
+        for keys, values in runs:  # no sorted index exists while runs are pending (see put_many)
+            self._writes.update(zip(keys, values))
+
+    def _in_order(self) -> tuple[list[bytes], list[bytes | None]]:
+        """Every buffered write in key order: the writes sorted, the runs put in place
+        as they are (no buffered key lies inside a run's range)."""
+        writes = self._writes
+        keys = sorted(writes)
+        values: list[bytes | None] = list(map(writes.__getitem__, keys))
+        if not self._runs:
+            return keys, values
+        out_keys: list[bytes] = []
+        out_values: list[bytes | None] = []
+        at = 0
+        for run_keys, run_values in sorted(self._runs, key=lambda run: run[0][0]):
+            i = bisect_left(keys, run_keys[0], at)
+            out_keys += keys[at:i]
+            out_keys += run_keys
+            out_values += values[at:i]
+            out_values += run_values
+            at = i
+        out_keys += keys[at:]
+        out_values += values[at:]
+        return out_keys, out_values
+
     def _sorted_writes(self) -> SortedList:
+        self._settle()
         if self._sorted is None:
             self._sorted = SortedList(self._writes)
         return self._sorted
 
     def iterate(self, lo: bytes, hi: bytes | None, reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
         """Items in ``[lo, hi)`` merged with this transaction's writes."""
+        self._settle()
         base = self._session.iterate(lo, hi, reverse)
         if not self._writes:
             yield from base
@@ -233,11 +292,11 @@ class WriteBuffer:
         try:
             self.end()
             writes, last = self._writes, self._last
-            if writes or self._range_deletes or last:
+            if writes or self._runs or self._range_deletes or last:
                 # In key order: RocksDB inserts a sorted batch several times faster.
-                keys = sorted(writes)
-                values: list[bytes | None] = list(map(writes.__getitem__, keys))
+                keys, values = self._in_order()
                 if last is not None and keys and keys[-1] >= last[0][0]:
+                    self._settle()
                     writes.update(zip(*last))  # rare (a retention trim): sort them in
                     keys = sorted(writes)
                     values = list(map(writes.__getitem__, keys))

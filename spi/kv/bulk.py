@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice, repeat
-from operator import attrgetter
+from operator import attrgetter, lt
 from typing import Annotated, Any
 
 import msgspec
@@ -39,7 +39,7 @@ class RowBatch:
     stored key, stored value at version 1, index entries and validated values by
     column) or only validated (``rows`` set: the generic per-row path writes it)."""
 
-    __slots__ = ("columns", "entries", "keys", "names", "rows", "signature", "stored", "stored_columns")
+    __slots__ = ("columns", "entries", "keys", "names", "ordered", "rows", "signature", "stored", "stored_columns")
 
     def __init__(
         self,
@@ -52,9 +52,13 @@ class RowBatch:
         stored_columns: list[list[Any]] | None = None,
         entries: list[list[bytes]] | None = None,
         rows: list[dict[str, Any]] | None = None,
+        ordered: bool = False,
     ) -> None:
         self.keys = keys
         """The stored key of every row."""
+        self.ordered = ordered
+        """True when :attr:`keys` are strictly increasing (so also distinct): a load's
+        usual input, which the write buffer keeps as a run."""
         self.signature = signature
         """The layout the batch was encoded for."""
         self.names = names
@@ -180,9 +184,11 @@ class KvLoadPreparer(LoadPreparer):
         shifted = list(map(_SIGN.__add__, columns[self._key_positions[0]])) if self._int_key else []
         if self._int_key:
             keys = list(map(self._pack_key, repeat(prefix), shifted))
+            ordered = all(map(lt, shifted, islice(shifted, 1, None)))  # integers compare faster than bytes
         else:
             encode = self._encode_key
             keys = [prefix + encode(k) for k in zip(*[columns[p] for p in self._key_positions])]
+            ordered = all(map(lt, keys, islice(keys, 1, None)))
         cut = len(prefix)
         entries = []
         for i, index_prefix, is_int, encode_value in self._indexes:
@@ -200,6 +206,7 @@ class KvLoadPreparer(LoadPreparer):
             columns=columns,
             stored_columns=stored_columns,
             entries=entries,
+            ordered=ordered,
         )
 
     def _validated_rows(self, taken: list[Any]) -> RowBatch:

@@ -122,7 +122,9 @@ class KvTable(TableBase):
     def _encoded_fits(self, batch: RowBatch) -> bool:
         """True when the bulk path can write ``batch``: encoded for this layout, no key twice."""
         keys = batch.keys
-        return batch.stored is not None and batch.signature == self._layout.signature and len(set(keys)) == len(keys)
+        if batch.stored is None or batch.signature != self._layout.signature:
+            return False
+        return batch.ordered or len(set(keys)) == len(keys)
 
     def _load_encoded(
         self,
@@ -136,7 +138,7 @@ class KvTable(TableBase):
         expires) whose keys are new; ``write(i, key, values, old)`` row ``i`` whose key
         holds a live row (an insert fails whole first)."""
         lay, buffer, keys = self._layout, self._buffer, batch.keys
-        raws = buffer.get_many(keys)
+        raws = buffer.get_many(keys, ordered=batch.ordered)
         if raws.count(None) == len(raws):  # the common case, all new: nothing to decode
             olds: list[Stored | None] = raws  # type: ignore[assignment]
             expired: list[int] = []
@@ -155,7 +157,7 @@ class KvTable(TableBase):
         deltas[lay.count_key] = deltas.get(lay.count_key, 0) + added
         if added == len(olds):
             # Rows first: a load usually comes in key order, which the sort at commit uses.
-            buffer.put_many(keys, stored)
+            buffer.put_many(keys, stored, ordered=batch.ordered)
             for entries in batch.entries:
                 buffer.put_many(entries, repeat(b""))
             if expiries is not None:
