@@ -579,7 +579,8 @@ def test_auto_commit_reads_are_one_statement_on_a_kept_cursor(pg_factory: Callab
     assert table.read(("a",)) is not None  # the table's read statement is learned here
     db = p._db
     sql, statement = db.cached_read("counters")
-    cursor = db.autocommit_cursor()
+    with db.autocommit_cursor() as cursor:
+        pass
     session = _OneStatement(db, statement)
     stored = session.fetch_row(sql, ("a",))
     assert stored is not None and stored.values == {"name": "a", "n": 1} and stored.version == 1
@@ -587,7 +588,33 @@ def test_auto_commit_reads_are_one_statement_on_a_kept_cursor(pg_factory: Callab
     assert session.fetch_row(sql, ("b",)) is None
     for _ in range(3):
         assert dict(table.read(("a",))) == {"name": "a", "n": 1}
-    assert db.autocommit_cursor() is cursor
+    with db.autocommit_cursor() as again:
+        assert again is cursor  # kept, not made again
+
+
+def test_auto_commit_reads_from_many_threads_keep_few_connections(pg_factory: Callable[..., Any]) -> None:
+    """Threads that each read once (the dashboard's workers) share the kept
+    connections: more threads than the pool holds never wait for a connection."""
+    p = pg_factory()
+    p.admin.create(COUNTERS)
+    table = p.table("counters")
+    table.upsert({"name": "a", "n": 1})
+    slowest = 0.0
+
+    def read() -> None:
+        nonlocal slowest
+        start = time.monotonic()
+        assert dict(table.read(("a",))) == {"name": "a", "n": 1}
+        slowest = max(slowest, time.monotonic() - start)
+
+    for _ in range(40):  # more than pool_size + max_overflow (25), one after another
+        thread = threading.Thread(target=read)
+        thread.start()
+        thread.join()
+        # One connection per thread, kept until the provider closed, made the 26th
+        # thread wait 30 s for the pool.
+        assert len(p._db._held) == 1
+    assert slowest < 5.0
 
 
 def test_bench_smoke(pg_server: Any) -> None:

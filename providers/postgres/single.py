@@ -62,10 +62,10 @@ class _OneStatement:
         fails or the catalog no longer has this spec."""
         statement = self._statement
         try:
-            cursor = self._db.autocommit_cursor()
-            row = cursor.execute(statement.text, statement.params(sql.spec.name, key), prepare=True).fetchone()
+            with self._db.autocommit_cursor() as cursor:  # a failed statement discards its connection
+                row = cursor.execute(statement.text, statement.params(sql.spec.name, key), prepare=True).fetchone()
         except Exception:
-            self._db.drop_autocommit_connection()  # broken session or stale prepared plan: start afresh
+            self._db.forget_table(sql.spec.name)  # learnt again by the transaction that answers instead
             raise Fallback from None
         if row is None or row[0] != self._statement.fingerprint:
             self._db.forget_table(sql.spec.name)
