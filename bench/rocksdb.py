@@ -71,6 +71,8 @@ def main() -> int:
     parser.add_argument("--dir", default=None, help="where to create the databases (default: a temp dir)")
     args = parser.parse_args()
     n, reads = args.rows, min(args.reads, args.rows)
+    if n < GROUPS:
+        parser.error(f"--rows must be at least {GROUPS} (an equality on g matches one row in {GROUPS})")
     root = Path(tempfile.mkdtemp(prefix="kvctl-bench-", dir=args.dir))
     results: list[tuple[str, float, float, float | None]] = []
     try:

@@ -21,11 +21,12 @@ class Row(msgspec.Struct, Mapping[str, Any], metaclass=_RowMeta, gc=False, eq=Fa
     """A read-only mapping column → value, with the row's ``version`` and
     :attr:`expires_at`.
 
-    ``Row(values, version, expires_at=None)`` keeps ``values`` as given (no copy: do
-    not change it afterwards) as :attr:`mapping`; ``expires_at`` is an aware datetime
-    or microseconds since the epoch. A row is a struct outside the garbage collector (its values are
-    plain data, so it can never be part of a cycle): scans make one per row, and
-    tracking each one cost about a tenth of a microsecond."""
+    ``Row(values, version, expires)`` (``expires`` optional and positional: an aware
+    datetime, or microseconds since the epoch) keeps ``values`` as given, not copied,
+    as :attr:`mapping`: do not change them afterwards. A row is a msgspec struct
+    outside the garbage collector (its values are plain data, so it is never part of
+    a cycle): scans make one per row, and tracking each one cost about a tenth of a
+    microsecond."""
 
     mapping: Mapping[str, Any]
     """The values themselves, not a copy (the fastest way to hand a row's values to a
@@ -39,13 +40,24 @@ class Row(msgspec.Struct, Mapping[str, Any], metaclass=_RowMeta, gc=False, eq=Fa
     def expires_at(self) -> datetime | None:
         """When the row expires (an aware UTC datetime), or None when it never does."""
         expires = self._expires
-        return from_micros(expires) if type(expires) is int else expires  # type: ignore[return-value]
+        if expires is None or type(expires) is int:
+            return None if expires is None else from_micros(expires)
+        return from_micros(self.expires)  # type: ignore[arg-type]  # a datetime given: in UTC
 
     @property
     def expires(self) -> int | None:
         """:attr:`expires_at` in microseconds since the epoch (None: never)."""
         expires = self._expires
-        return to_micros(expires) if isinstance(expires, datetime) else expires
+        if isinstance(expires, datetime):
+            if expires.tzinfo is None:
+                raise ValueError(f"a row's expiry must be an aware datetime, not {expires.isoformat()}")
+            return to_micros(expires)
+        return expires
+
+    def __rich_repr__(self) -> list[tuple[str, Any]]:
+        """What rich shows: the values, the version and the expiry (not the struct's fields)."""
+        shown = [("values", dict(self.mapping)), ("version", self.version)]
+        return shown if self._expires is None else [*shown, ("expires_at", self.expires_at)]
 
     def __getitem__(self, column: str) -> Any:
         return self.mapping[column]

@@ -18,9 +18,10 @@ import spi
 from spi import Field, TableSpec, col
 from spi.codec import encode_key
 from spi.errors import KvError
-from spi.keys import key_of
+from spi.keys import ResolvedRange, key_of
 from spi.kv import KvTransaction, Layout
 from spi.kv.bulk import RowBatch
+from spi.primitives import ScanRequest
 from spi.testing.fixtures import ALL_TYPES, all_types_row
 from spi.validate import validate_row
 
@@ -215,3 +216,17 @@ def test_filters_on_stored_arrays_see_timestamps_floats_and_added_columns(scheme
         for expr, expected in cases:
             assert [r["k"] for r in t.scan(where=expr)] == [r["k"] for r in rows if expected(r)], str(expr)
             assert t.count(where=expr) == sum(1 for r in rows if expected(r))
+
+
+def test_engine_scans_with_limit_zero_read_nothing() -> None:
+    """Every kind of engine scan (key order, index, index with a filter after it)
+    gives no row for a limit of 0 (the public calls stop earlier; the engine must too)."""
+    p = spi.connect("memory://")
+    p.admin.create(spi.TableSpec("t", [spi.Field("k", "long"), spi.Field("g", "long")], ["k"], indexes=["g"]))
+    p.table("t").load({"k": i, "g": i % 3} for i in range(10))
+    with p.transaction() as tx:
+        scanner = tx.table("t")._scanner
+        for where in (None, col("g") == 1, (col("g") == 1) & (col("k") > 2)):
+            request = ScanRequest(ResolvedRange.everything(), where, None, False, None, 0)
+            assert list(scanner.stream(request, spi.Row)) == []
+            assert scanner.row_list(request) == []

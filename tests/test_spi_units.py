@@ -401,3 +401,32 @@ def test_compiled_filters_agree_with_evaluate(expr: Expr, rows: list[dict[str, A
     keep = compile_filter(expr, _PRED_TYPES)
     for row in rows:
         assert keep(row) is matches(expr, row), (str(expr), row)
+
+
+def test_rows_are_mappings_outside_the_collector() -> None:
+    """``spi.Row``: a read-only mapping compared by its values, unhashable, kept out
+    of the garbage collector, its values held without a copy; the expiry given as an
+    aware datetime or microseconds reads back as UTC and as microseconds."""
+    import copy
+    import gc
+    import pickle
+    from collections.abc import Mapping
+
+    values = {"k": 1, "s": "x"}
+    row = spi.Row(values, 3)
+    assert isinstance(row, Mapping) and row == {"k": 1, "s": "x"} and row == spi.Row({"k": 1, "s": "x"}, 9)
+    assert dict(row) == {**row} == row.to_dict() == values and row.mapping is values
+    assert row.version == 3 and row.expires_at is None and row.expires is None
+    assert not gc.is_tracked(row)
+    with pytest.raises(TypeError):
+        hash(row)
+    paris = dt.timezone(dt.timedelta(hours=1))
+    when = dt.datetime(2030, 1, 1, 12, tzinfo=paris)
+    for expiring in (spi.Row(values, 1, when), spi.Row(values, 1, 1893495600000000)):
+        assert expiring.expires == 1893495600000000
+        assert expiring.expires_at == when and expiring.expires_at.tzinfo is dt.UTC
+        for again in (pickle.loads(pickle.dumps(expiring)), copy.deepcopy(expiring)):
+            assert again == expiring and again.version == 1 and again.expires == expiring.expires
+    with pytest.raises(ValueError, match="aware datetime"):
+        spi.Row(values, 1, dt.datetime(2030, 1, 1)).expires  # noqa: B018 - the property raises
+    assert repr(spi.Row(values, 2)) == "Row({'k': 1, 's': 'x'}, version=2)"

@@ -46,7 +46,7 @@ class Scanner:
         plan = plan_scan(
             self.spec, request.key_range, request.where, order_by=request.order_by, descending=request.descending
         )
-        if plan.empty:
+        if plan.empty or request.limit == 0:
             return iter(())
         # The common cases: one generator over the store builds the rows.
         if plan.index is None and plan.order_by is None:
