@@ -10,12 +10,12 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Iterator
-from itertools import islice, starmap
+from itertools import chain, islice, starmap
 from typing import Any, TypeVar
 
 from spi.codec import decode_key, decode_nullable, encode_nullable, prefix_successor
 from spi.filters import Expr
-from spi.keys import Range, ResolvedRange, quantile_cuts, ranges_between
+from spi.keys import Range, ResolvedRange, key_of, quantile_cuts, ranges_between
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import Layout, range_bytes
 from spi.kv.layout import unpack as _unpack
@@ -77,6 +77,23 @@ class Scanner:
         lo, hi = bounds
         chunks = self._buffer.value_chunks(lo, hi, plan.descending, _first_chunk(request.limit))
         return self._layout.readers(plan.residual)[1](chunks, request.limit)
+
+    def stored_page(
+        self, key_range: ResolvedRange, descending: bool, after: bytes | None, size: int
+    ) -> tuple[list[bytes], bytes | None]:
+        """Up to ``size`` stored values in ``key_range``, in key order, after the
+        encoded key ``after``; and the encoded key of the last of them when more may
+        follow (None: none do)."""
+        bounds = self._key_bounds(key_range, descending, after)
+        if bounds is None or size == 0:
+            return [], None
+        lo, hi = bounds
+        values = list(islice(chain.from_iterable(self._buffer.value_chunks(lo, hi, descending, size + 1)), size + 1))
+        if len(values) <= size:
+            return values, None
+        del values[size:]
+        lay = self._layout
+        return values, lay.encode_key(key_of(self.spec, lay.decode_row(values[-1]).values))
 
     def _key_bounds(
         self, key_range: ResolvedRange, descending: bool, after: bytes | None

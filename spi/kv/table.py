@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 from spi.filters import Expr
 from spi.kept import write_kept
-from spi.keys import Range, ResolvedRange, key_of
+from spi.keys import Range, ResolvedRange, key_of, resolve_range
 from spi.kv.buffer import WriteBuffer
 from spi.kv.bulk import KvLoadPreparer, RowBatch
 from spi.kv.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event, put_events
@@ -18,6 +18,16 @@ from spi.kv.scan import Scanner
 from spi.primitives import Kept, ScanRequest, Stored
 from spi.row import Row
 from spi.table import TableBase
+
+
+class StoredPage(NamedTuple):
+    """A page of a table's stored row values in key order (expired ones included),
+    the layout they were read with, and the encoded key to continue after (None:
+    the scan is done)."""
+
+    values: list[bytes]
+    layout: Layout
+    after: bytes | None
 
 
 class KvTable(TableBase):
@@ -206,6 +216,12 @@ class KvTable(TableBase):
             self._remove(key_of(self.spec, old.values), old, expired=True)
             n += 1
         return n, len(found) == limit
+
+    def stored_page(self, range: Range | None, descending: bool, after: bytes | None, size: int) -> StoredPage:
+        """Up to ``size`` stored values of the rows in ``range`` after the encoded key
+        ``after``, in key order (for an auto-commit scan that decodes them later)."""
+        values, next_after = self._scanner.stored_page(resolve_range(self.spec, range), descending, after, size)
+        return StoredPage(values, self._layout, next_after)
 
     def _scan(self, request: ScanRequest) -> Iterator[Stored]:
         return self._scanner.stream(request, Stored)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from spi import Range, col
+from spi import Field, Range, TableSpec, col
 from spi.errors import (
     ConflictError,
     InvalidFieldError,
@@ -14,7 +14,7 @@ from spi.errors import (
     RowExistsError,
 )
 from spi.testing.conformance.base import keys
-from spi.testing.fixtures import order_rows
+from spi.testing.fixtures import COUNTERS, order_rows
 
 
 class TransactionTests:
@@ -84,6 +84,29 @@ class TransactionTests:
             n += 1
         assert n == sum(1 for r in order_rows() if r["status"] == "open")
         assert orders.count(where=col("status") == "open") == 0
+
+    def test_autocommit_scan_across_pages(self, provider: Any) -> None:
+        """A scan longer than a page: every row once, in order, while the caller
+        writes the rows it has seen; a table changed between pages ends the scan
+        with an error, not with rows of two specs."""
+        provider.admin.create(COUNTERS)
+        t = provider.table("counters")
+        page = t.page_size
+        names = [f"{i:06d}" for i in range(2 * page + 7)]
+        t.load({"name": name, "n": i} for i, name in enumerate(names))
+        seen, written = [], 0
+        for i, row in enumerate(t.scan()):
+            seen.append(row["name"])
+            if i % 97 == 0 or abs(i - page) <= 2:  # a sample, and around the page boundary
+                t.update((row["name"],), {"n": -1})
+                written += 1
+        assert seen == names and t.count(where=col("n") == -1) == written
+        assert [r["name"] for r in t.scan(descending=True, limit=page + 1)] == names[::-1][: page + 1]
+        rows = t.scan()
+        next(rows)
+        provider.admin.create_or_update(TableSpec("counters", [*COUNTERS.fields, Field("note", "string")], ["name"]))
+        with pytest.raises(InvalidFieldError, match="changed"):
+            list(rows)
 
     def test_scan_after_transaction_end_fails(self, provider: Any, orders: Any) -> None:
         with provider.transaction() as tx:
