@@ -11,6 +11,7 @@ or conflict retries. Writes still run as transactions.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import Protocol, TypeVar, cast
 
 from spi.errors import InvalidFieldError
@@ -107,34 +108,32 @@ class KvAutoCommitTable(AutoCommitTable):
         n = check_limit(limit)
         if n == 0:
             return iter(())
-        first = self._page(range, bool(descending), None, self.page_size if n is None else min(n, self.page_size))
-        return self._rows(first, range, bool(descending), n)
+        descending = bool(descending)
+        first = self._page(range, descending, None, self.page_size if n is None else min(n, self.page_size))
+        if n is None:
+            return chain.from_iterable(self._pages(first, range, descending))  # rows flattened in C
+        return self._limited(first, range, descending, n)
 
     def _page(self, range: Range | None, descending: bool, after: bytes | None, size: int) -> StoredPage:
         return self._read(lambda t: cast(KvTable, t).stored_page(range, descending, after, size))
 
-    def _rows(self, page: StoredPage, range: Range | None, descending: bool, limit: int | None) -> Iterator[Row]:
-        left, signature = limit, page.layout.signature
+    def _pages(self, page: StoredPage, range: Range | None, descending: bool) -> Iterator[Iterator[Row]]:
+        """Each page's rows (the next page is read once the caller has taken the last)."""
+        signature = page.layout.signature
         while True:
-            rows = page.layout.readers(None)[0](_OPEN, iter((page.values,)), left)
-            if left is None:
-                yield from rows
-            else:  # counted as given: a page's expired rows are skipped
-                for row in rows:
-                    yield row
-                    left -= 1
-            if page.after is None or left == 0:
+            yield page.layout.readers(None)[2]((page.values,))
+            if page.after is None:
                 return
-            size = self.page_size if left is None else min(left, self.page_size)
-            page = self._page(range, descending, page.after, size)
+            page = self._page(range, descending, page.after, self.page_size)
             if page.layout.signature != signature:  # as the general path's token says
                 raise InvalidFieldError(f"scan token is stale: the spec of {self.name!r} changed since it was issued")
 
-
-class _Open:
-    """A view that never ends: rows decoded after their page's session are plain data."""
-
-    ended = False
-
-
-_OPEN = _Open()
+    def _limited(self, page: StoredPage, range: Range | None, descending: bool, left: int) -> Iterator[Row]:
+        """The first ``left`` rows of the pages (a page's expired rows are skipped)."""
+        pages = self._pages(page, range, descending)
+        for rows in pages:
+            for row in rows:
+                yield row
+                left -= 1
+                if left == 0:
+                    return

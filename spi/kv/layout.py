@@ -106,14 +106,15 @@ class Layout:
         self._pack = msgspec.msgpack.Encoder().encode
 
     def readers(self, where: Expr | None) -> Readers:
-        """``(read_rows, read_list)`` keeping only the rows the bound ``where`` is true for.
+        """``(read_rows, read_list, read_all)`` keeping only the rows the bound ``where`` is true for.
 
         ``read_rows(view, chunks, limit)``: the :class:`Row` of each stored value in
         the lists ``chunks`` (:meth:`~spi.kv.store.StoreSession.value_chunks`; at most
         ``limit``) that has not expired, raising when ``view.ended`` (before each row
         and before the next chunk is fetched). ``read_list(chunks, limit)``: the same
         rows as one list built in one call, for a caller that takes every row while
-        its view is open (a page, a one-off read)."""
+        its view is open (a page, a one-off read). ``read_all(chunks)``: every row of
+        ``read_rows``, for values read already (nothing to check between rows)."""
         if where is None:
             return self._plain
         readers = self._readers.get(where)
@@ -226,7 +227,11 @@ class LayoutCache:
 
 RowReader = Callable[[Any, Iterator[list[bytes]], "int | None"], Iterator[Row]]
 """See :meth:`Layout.readers`."""
-Readers = tuple[RowReader, Callable[[Iterable[list[bytes]], "int | None"], list[Row]]]
+Readers = tuple[
+    RowReader,
+    Callable[[Iterable[list[bytes]], "int | None"], list[Row]],
+    Callable[[Iterable[list[bytes]]], Iterator[Row]],
+]
 """See :meth:`Layout.readers`."""
 
 
@@ -326,6 +331,12 @@ def _generated_reader(
         f"            if n == limit:\n"
         f"                return rows\n"
         f"    return rows\n"
+        f"def read_all(chunks):\n"
+        f"    now = clock() // 1000\n"
+        f"    for chunk in chunks:\n"
+        f"        {loop}\n"
+        f"{indent(row, ' ' * 12)}"
+        f"            yield row\n"
     )
     namespace: dict[str, Any] = {
         **names,
@@ -338,7 +349,7 @@ def _generated_reader(
         "ended_error": ended_error,
         "clock": time.time_ns,
     }
-    return column_closure(n, body, namespace, "read_rows, read_list")
+    return column_closure(n, body, namespace, "read_rows, read_list, read_all")
 
 
 @functools.lru_cache(maxsize=64)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Iterator
-from itertools import chain, islice, starmap
+from itertools import islice, starmap
 from typing import Any, TypeVar
 
 from spi.codec import decode_key, decode_nullable, encode_nullable, prefix_successor
@@ -88,9 +88,13 @@ class Scanner:
         if bounds is None or size == 0:
             return [], None
         lo, hi = bounds
-        values = list(islice(chain.from_iterable(self._buffer.value_chunks(lo, hi, descending, size + 1)), size + 1))
-        if len(values) <= size:
-            return values, None
+        chunks = self._buffer.value_chunks(lo, hi, descending, size + 1)
+        values = next(chunks, [])  # the first chunk is the whole page, unless the store hands less
+        while len(values) <= size:
+            more = next(chunks, None)
+            if not more:
+                return values, None
+            values = values + more
         del values[size:]
         lay = self._layout
         return values, lay.encode_key(key_of(self.spec, lay.decode_row(values[-1]).values))
