@@ -73,20 +73,24 @@ def scan(
             _prefix_hint(handle, spec, prefix, where, expr)
         return
     query: dict[str, Any] = {"where": expr, "order_by": order_by, "descending": desc, "columns": cols}
-    pages = paging.Pages(lambda n, token: handle.scan_page(rng, limit=n, after=token, **query), wanted, after)
+    pages = None
+    if wanted is None and after is None:  # --all from the start: the provider's own streamed scan
+        rows = handle.scan(rng, **query)
+    else:
+        pages = paging.Pages(lambda n, token: handle.scan_page(rng, limit=n, after=token, **query), wanted, after)
+        rows = pages.rows()
     shown = [c for c in spec.columns if cols is None or c in cols or spec.is_key(c)]
     types = {c: spec.type_of(c) for c in shown}
     if versions:
         # A table with a ttl shows each row's expiry too (rows of other tables rarely have one).
         types |= {"_version": FieldType.LONG} | ({"_expires_at": FieldType.TIMESTAMP} if spec.ttl else {})
     printer = RowPrinter(get_state(ctx).output_format(output), list(types), types=types)
-    rows = pages.rows()
     if versions and spec.ttl:
         printer.add_all({**row.to_dict(), "_version": row.version, "_expires_at": row.expires_at} for row in rows)
     else:
         printer.add_all(({**row.to_dict(), "_version": row.version} for row in rows) if versions else rows)
     printer.close()
-    paging.continue_hint(printer.count, pages.token)
+    paging.continue_hint(printer.count, None if pages is None else pages.token)
     if printer.count == 0 and after is None and limit != 0:
         _prefix_hint(handle, spec, prefix, where, expr)
 
