@@ -579,8 +579,8 @@ def test_auto_commit_reads_are_one_statement_on_a_kept_cursor(pg_factory: Callab
     assert table.read(("a",)) is not None  # the table's read statement is learned here
     db = p._db
     sql, statement = db.cached_read("counters")
-    with db.autocommit_cursor() as cursor:
-        pass
+    kept = db.take_autocommit()
+    db.give_back(kept)
     session = _OneStatement(db, statement)
     stored = session.fetch_row(sql, ("a",))
     assert stored is not None and stored.values == {"name": "a", "n": 1} and stored.version == 1
@@ -588,8 +588,9 @@ def test_auto_commit_reads_are_one_statement_on_a_kept_cursor(pg_factory: Callab
     assert session.fetch_row(sql, ("b",)) is None
     for _ in range(3):
         assert dict(table.read(("a",))) == {"name": "a", "n": 1}
-    with db.autocommit_cursor() as again:
-        assert again is cursor  # kept, not made again
+    again = db.take_autocommit()
+    assert again == kept  # kept, not made again
+    db.give_back(again)
 
 
 def test_auto_commit_reads_from_many_threads_keep_few_connections(pg_factory: Callable[..., Any]) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -105,41 +105,40 @@ class PgDatabase:
         """The cached SQL and point-read statement of a table, if any."""
         return None if self._closed else self._reads.get(name)
 
-    @contextmanager
-    def autocommit_cursor(self) -> Iterator[psycopg.Cursor[Any]]:
-        """A cursor of a kept psycopg connection in autocommit mode (every statement an
-        implicit SERIALIZABLE transaction), for one statement.
+    def take_autocommit(self) -> tuple[PoolProxiedConnection, psycopg.Cursor[Any]]:
+        """A kept psycopg connection in autocommit mode (every statement an implicit
+        SERIALIZABLE transaction) and its cursor, for one statement; hand it back
+        with :meth:`give_back`.
 
         Connections and their cursors are kept on a free list between statements (a
         cursor made per statement costs about 10 µs; a connection, milliseconds), so
         there are never more of them than statements that ran at once, whatever the
-        number of threads that read. A statement that fails discards its connection
-        (a broken session, a stale prepared plan)."""
+        number of threads that read."""
         with self._lock:
             self.check_open()
-            kept = self._free.pop() if self._free else None
-            if kept is None:
-                if self._autocommit_engine is None:
-                    self._autocommit_engine = self._make_engine(isolation_level="AUTOCOMMIT", pool_pre_ping=False)
-                fairy = self._autocommit_engine.raw_connection()
-                self._held.append(fairy)
-        if kept is None:
-            raw = fairy.driver_connection
-            assert raw is not None  # a checked-out connection always has one
-            kept = (fairy, raw.cursor())
-        try:
-            yield kept[1]
-        except BaseException:
-            with self._lock:
-                if kept[0] in self._held:
-                    self._held.remove(kept[0])
-            kept[0].invalidate()
-            raise
+            if self._free:
+                return self._free.pop()
+            if self._autocommit_engine is None:
+                self._autocommit_engine = self._make_engine(isolation_level="AUTOCOMMIT", pool_pre_ping=False)
+            fairy = self._autocommit_engine.raw_connection()
+            self._held.append(fairy)
+        raw = fairy.driver_connection
+        assert raw is not None  # a checked-out connection always has one
+        return fairy, raw.cursor()
+
+    def give_back(self, kept: tuple[PoolProxiedConnection, psycopg.Cursor[Any]], *, broken: bool = False) -> None:
+        """Return what :meth:`take_autocommit` gave; ``broken``: its statement failed,
+        so the connection is discarded (a broken session, a stale prepared plan)."""
         with self._lock:
-            if not self._closed:
+            if not broken and not self._closed:
                 self._free.append(kept)
                 return
-        kept[0].close()  # the provider closed meanwhile
+            if kept[0] in self._held:
+                self._held.remove(kept[0])
+        if broken:
+            kept[0].invalidate()
+        else:
+            kept[0].close()  # the provider closed meanwhile
 
     def take_listener(self) -> tuple[PoolProxiedConnection, Any] | None:
         """The parked LISTEN connection of a finished watch (and its psycopg

@@ -60,13 +60,17 @@ class _OneStatement:
     def fetch_row(self, sql: TableSql, key: tuple[Any, ...]) -> Stored | None:
         """The stored row with ``key``, or None; :class:`Fallback` when the statement
         fails or the catalog no longer has this spec."""
-        statement = self._statement
+        statement, db = self._statement, self._db
+        kept = db.take_autocommit()
         try:
-            with self._db.autocommit_cursor() as cursor:  # a failed statement discards its connection
-                row = cursor.execute(statement.text, statement.params(sql.spec.name, key), prepare=True).fetchone()
-        except Exception:
-            self._db.forget_table(sql.spec.name)  # learnt again by the transaction that answers instead
+            row = kept[1].execute(statement.text, statement.params(sql.spec.name, key), prepare=True).fetchone()
+        except BaseException as exc:
+            db.give_back(kept, broken=True)
+            if not isinstance(exc, Exception):
+                raise
+            db.forget_table(sql.spec.name)  # learnt again by the transaction that answers instead
             raise Fallback from None
+        db.give_back(kept)
         if row is None or row[0] != self._statement.fingerprint:
             self._db.forget_table(sql.spec.name)
             raise Fallback
