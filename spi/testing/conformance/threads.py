@@ -1,21 +1,48 @@
-"""One provider used from many threads: exact counters, one CAS winner, consistent scans."""
+"""One provider used from many threads: exact counters (and change feeds), one winner
+of every conditional write, consistent scans."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
+import pytest
+
 from spi.capabilities import Capability
+from spi.spec import TableSpec
+from spi.testing.conformance.changes import FED_COUNTERS
+from spi.testing.conformance.races import RACES, attempt_race, check_race, prepare_race
 from spi.testing.fixtures import COUNTERS
 from spi.testing.requirements import requires
+
+RACERS = 8
+
+
+def one_increment_per_event(provider: Any, total: int) -> None:
+    """The feed of COUNTERS holds exactly one event per increment of ("hits",), in
+    commit order: versions 1 to ``total`` under increasing revisions."""
+    events = list(provider.changes("counters"))
+    assert [(e.op, e.key, e.version) for e in events] == [("put", {"name": "hits"}, v) for v in range(1, total + 1)]
+    assert [e.row["n"] for e in events] == list(range(1, total + 1))
+    revisions = [e.revision for e in events]
+    assert revisions == sorted(set(revisions))
 
 
 @requires(Capability.THREADS)
 class ThreadTests:
-    """One provider used from many threads: exact counters, one CAS winner, consistent scans."""
+    """One provider used from many threads: exact counters (and change feeds), one
+    winner of every conditional write, consistent scans."""
 
     def test_concurrent_increments(self, provider: Any) -> None:
-        provider.admin.create(COUNTERS)
+        self._increment_from_threads(provider, COUNTERS)
+
+    @requires(Capability.CHANGES)
+    def test_concurrent_increments_record_one_event_each(self, provider: Any) -> None:
+        self._increment_from_threads(provider, FED_COUNTERS)
+        one_increment_per_event(provider, 20)
+
+    def _increment_from_threads(self, provider: Any, spec: TableSpec) -> None:
+        provider.admin.create(spec)
         t = provider.table("counters")
         errors: list[BaseException] = []
 
@@ -49,6 +76,30 @@ class ThreadTests:
             th.join()
         assert sorted(results) == [False] * 19 + [True]
         assert t.read(("lock",))["owner"].startswith("w")
+
+    @pytest.mark.parametrize("race", RACES)
+    def test_concurrent_conditional_writes_have_one_winner(self, provider: Any, race: str) -> None:
+        provider.admin.create(COUNTERS)
+        prepare_race(provider.table("counters"), race)
+        outcomes: dict[str, bool] = {}
+        errors: list[BaseException] = []
+        barrier = threading.Barrier(RACERS)
+
+        def work(owner: str) -> None:
+            t = provider.table("counters")
+            barrier.wait()
+            try:
+                outcomes[owner] = attempt_race(t, race, owner)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(f"w{i}",)) for i in range(RACERS)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert errors == []
+        check_race(provider.table("counters"), race, outcomes)
 
     def test_concurrent_scans_see_consistent_rows(self, provider: Any) -> None:
         provider.admin.create(COUNTERS)
