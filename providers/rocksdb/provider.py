@@ -24,12 +24,12 @@ class _RocksSession(StoreSession):
     every iterator even if a scan generator is still referenced somewhere.
     """
 
-    __slots__ = ("_boxes", "_db", "_handle", "_sync")
+    __slots__ = ("_boxes", "_db", "_handle", "_write_options")
 
-    def __init__(self, handle: PathHandle, db: Any, sync: bool) -> None:
+    def __init__(self, handle: PathHandle, db: Any, write_options: Any) -> None:
         self._handle = handle
         self._db = db
-        self._sync = sync
+        self._write_options = write_options
         self._boxes: dict[int, list[Any]] | None = None  # made by the first scan: most one-off reads never scan
 
     def get(self, key: bytes) -> bytes | None:
@@ -117,24 +117,29 @@ class _RocksSession(StoreSession):
                 self._boxes.pop(id(box), None)
 
     def commit(self, range_deletes: list[tuple[bytes, bytes]], keys: list[bytes], values: list[bytes | None]) -> None:
-        import rocksdict
-
+        db, options = self._db, self._write_options
         try:
-            batch = rocksdict.WriteBatch(raw_mode=True)
-            for lo, hi in range_deletes:
-                batch.delete_range(lo, hi)
-            put, delete = batch.put, batch.delete
-            if None in values:
-                for key, value in zip(keys, values):
-                    if value is None:
-                        delete(key)
-                    else:
-                        put(key, value)
+            if len(keys) == 1 and not range_deletes:  # one write is atomic by itself: no batch to build
+                if values[0] is None:
+                    db.delete(keys[0], options)
+                else:
+                    db.put(keys[0], values[0], options)
             else:
-                deque(map(put, keys, values), maxlen=0)  # no deletes: one loop in C
-            options = rocksdict.WriteOptions()
-            options.sync = self._sync
-            self._db.write(batch, options)
+                from rocksdict import WriteBatch
+
+                batch = WriteBatch(raw_mode=True)
+                for lo, hi in range_deletes:
+                    batch.delete_range(lo, hi)
+                put, delete = batch.put, batch.delete
+                if None in values:
+                    for key, value in zip(keys, values):
+                        if value is None:
+                            delete(key)
+                        else:
+                            put(key, value)
+                else:
+                    deque(map(put, keys, values), maxlen=0)  # no deletes: one loop in C
+                db.write(batch, options)
             self._handle.wrote = True
         except Exception as exc:
             raise driver_error(exc, "committing", self._handle.path) from None
@@ -166,14 +171,24 @@ class RocksStore(OrderedStore):
     def __init__(self, options: RocksUrl) -> None:
         self.options = options
         self._handle = handle_for(options.path)
+        self._write_options: Any = None  # made by the first session (rocksdict is imported when used)
 
     def session(self, read_only: bool = False) -> StoreSession:
         db = self._handle.acquire(self.options.busy_timeout, read_only)
-        return _RocksSession(self._handle, db, self.options.sync)
+        return _RocksSession(self._handle, db, self._write_options or self._make_write_options())
 
     def brief_session(self) -> StoreSession:
         db = self._handle.acquire(self.options.busy_timeout, True, brief=True)  # a watcher only reads
-        return _RocksSession(self._handle, db, self.options.sync)
+        return _RocksSession(self._handle, db, self._write_options or self._make_write_options())
+
+    def _make_write_options(self) -> Any:
+        """The options of every commit (made once: they never change)."""
+        import rocksdict
+
+        options = rocksdict.WriteOptions()
+        options.sync = self.options.sync
+        self._write_options = options
+        return options
 
     def peek_generation(self) -> int | None:
         return self._handle.generation

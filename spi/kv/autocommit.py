@@ -1,11 +1,16 @@
-"""Auto-commit handles of the ordered-store engine: reads without a transaction.
+"""Auto-commit handles of the ordered-store engine: calls without a transaction.
 
-A one-off read (``p.table(name).read(...)``, a count, a page of a scan) needs one
-consistent view of the store, which a store session already is: it is exclusive,
-so nothing commits while it lasts. :class:`KvAutoCommitTable` reads straight through
-a session, with the table's layout from the provider's cache (no catalog read while
-the store's generation allows), and none of a transaction's write buffer, commit
-or conflict retries. Writes still run as transactions.
+A one-off call (``p.table(name).upsert(...)``, a read, a count, a page of a scan)
+needs one consistent view of the store, which a store session already is: it is
+exclusive across threads and processes, so nothing commits while it lasts, and a
+write that reads and then writes in one session is serializable. So
+:class:`KvAutoCommitTable` runs each call straight on a session, with the table's
+layout from the provider's cache (no catalog read while the store's generation
+allows): a read with no write buffer at all, a write with the engine's own table
+code over a write buffer that commits once, as one atomic batch (the row, its index
+and expiry entries, the row counter and a change-fed table's event and revision
+together, as a transaction's commit writes them). None of a transaction's object,
+retry loop or conflict tracking: no conflict can happen on an exclusive session.
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ from spi.errors import InvalidFieldError
 from spi.filters import Expr
 from spi.keys import KeyLike, Range, normalize_key
 from spi.kv.buffer import WriteBuffer
+from spi.kv.feed import FeedSettings
 from spi.kv.layout import LayoutCache
 from spi.kv.store import STALE, OrderedStore, StoreSession
 from spi.kv.table import KvTable, StoredPage
-from spi.kv.transaction import stored_layout
+from spi.kv.transaction import commit, stored_layout
 from spi.provider import AutoCommitTable, ProviderBase
 from spi.row import Row
 from spi.table import TableBase
@@ -35,7 +41,7 @@ class _Provider(Protocol):
 
 
 class KvAutoCommitTable(AutoCommitTable):
-    """An auto-commit handle whose reads run on a bare store session."""
+    """An auto-commit handle whose calls each run on one store session."""
 
     def __init__(
         self,
@@ -44,12 +50,26 @@ class KvAutoCommitTable(AutoCommitTable):
         session: Callable[[bool], StoreSession],
         layouts: LayoutCache,
         store: OrderedStore,
+        feed: FeedSettings,
     ) -> None:
         super().__init__(provider, name)
         self._session = session
         self._layouts = layouts
         self._store = store
+        self._feed = feed
         self._kv: _Provider = provider  # type: ignore[assignment]  # a KvProvider: its closed flag
+
+    def _call(self, op: Callable[[TableBase], T]) -> T:
+        """Run ``op`` on one session of the store through a write buffer, committed
+        as one batch (see the module's docstring)."""
+        buffer = WriteBuffer(self._session(False))
+        try:
+            result = op(KvTable(buffer, stored_layout(buffer, self._layouts, self.name)))
+        except BaseException:
+            buffer.discard()
+            raise
+        commit(buffer, self._feed)
+        return result
 
     def _read(self, op: Callable[[TableBase], T]) -> T:
         """Run ``op`` on one session of the store (consistent: sessions are exclusive)."""

@@ -69,9 +69,9 @@ class KvProvider(ProviderBase):
         return self._store.brief_session()
 
     def table(self, name: str) -> KvAutoCommitTable:
-        """An auto-commit handle: each write its own transaction, each read one session."""
+        """An auto-commit handle: each call one store session (a write commits once)."""
         self._sweeper.start()
-        return KvAutoCommitTable(self, name, self.session, self.layouts, self._store)
+        return KvAutoCommitTable(self, name, self.session, self.layouts, self._store, self._feed)
 
     def revision(self) -> int:
         """The store's current revision (0 before the first recorded write)."""

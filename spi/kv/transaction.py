@@ -33,6 +33,22 @@ def stored_layout(buffer: WriteBuffer, cache: LayoutCache, name: str) -> Layout:
     return layout
 
 
+def commit(buffer: WriteBuffer, feed: FeedSettings) -> None:
+    """Commit ``buffer`` as one atomic batch with what its writes imply: the tables'
+    row counters and, when it wrote change-fed tables, the next feed revision and
+    its events; then release its session (on failure too)."""
+    try:
+        for key, delta in buffer.row_deltas.items():
+            stored = buffer.get(key) if delta else None
+            if stored is not None:  # a table made before row counters has none
+                buffer.put(key, pack(unpack(stored) + delta))
+        revision = record(buffer, feed) if buffer.events or buffer.feed_touched else None
+    except BaseException:
+        buffer.discard()
+        raise
+    buffer.flush(revision)
+
+
 class KvTransaction(WriteBuffer, TransactionBase):
     """A transaction over an exclusive store session with a write buffer."""
 
@@ -70,18 +86,7 @@ class KvTransaction(WriteBuffer, TransactionBase):
     def _commit(self) -> None:
         if self._catalog_changed:
             self._session.advance_generation()
-        for key, delta in self.row_deltas.items():
-            stored = self.get(key) if delta else None
-            if stored is not None:  # a table made before row counters has none
-                self.put(key, pack(unpack(stored) + delta))
-        revision = None
-        if self.events or self.feed_touched:
-            try:
-                revision = record(self, self._feed)
-            except BaseException:
-                self.discard()
-                raise
-        self.flush(revision)
+        commit(self, self._feed)
 
     def _rollback(self) -> None:
         self.discard()
