@@ -33,6 +33,7 @@ from spi.validate import (
     check_batch_size,
     check_limit,
     check_projection,
+    checked_version,
     full_row,
     validate_changes,
     validate_row,
@@ -165,10 +166,8 @@ class TableBase(ABC):
         return normalize_key(self.spec, key)
 
     def _check_version(self, key: tuple[Any, ...], old: Stored | None, version: int | None) -> None:
-        if version is None:
+        if checked_version(version) is None:
             return
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise InvalidFieldError(f"version must be a positive integer, got {version!r}")
         if old is None:
             raise RowNotFoundError(
                 f"no row with key {key_words(self.spec, key)} in {self.name!r} (expected version {version})"
@@ -212,15 +211,15 @@ class TableBase(ABC):
                     olds[i] = None
         return olds
 
+    def _lifetime(self, ttl: int | float | None) -> int | None:
+        """How long a row written with ``ttl`` lives, in microseconds (None: the table's
+        ``ttl``; None for neither: forever)."""
+        ttl = self.spec.ttl if ttl is None else check_ttl(ttl, InvalidFieldError)
+        return None if ttl is None else int(ttl * 1_000_000)
+
     def _expiry(self, ttl: int | float | None) -> int | None:
         """The expiry of a row written now with ``ttl`` (None: the table's)."""
-        if ttl is None:
-            ttl = self.spec.ttl
-            if ttl is None:
-                return None
-        else:
-            ttl = check_ttl(ttl, InvalidFieldError)
-        return self._clock() + int(ttl * 1_000_000)
+        return None if (lifetime := self._lifetime(ttl)) is None else self._clock() + lifetime
 
     def _load_expiry(self, ttl: int | float | None, keep_versions: bool) -> int | None:
         """The expiry of the rows a load writes (None with ``keep_versions``: each row

@@ -50,6 +50,14 @@ def validate_changes(spec: TableSpec, changes: Any, *, what: str = "changes") ->
     return values
 
 
+def checked_version(version: int | None) -> int | None:
+    """A ``version=`` condition as given; :class:`InvalidFieldError` unless it is None
+    or a positive integer."""
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
+        raise InvalidFieldError(f"version must be a positive integer, got {version!r}")
+    return version
+
+
 def full_row(spec: TableSpec, values: dict[str, Any]) -> dict[str, Any]:
     """Every column of the spec, null where ``values`` has none, in declaration order
     (``values`` itself when it already is such a row)."""

@@ -17,6 +17,10 @@ from spi.errors import (
 CONFLICT_STATES = {"40001", "40P01", "23505", "55P03"}
 """Serialization failure, deadlock, concurrent unique insert, lock not available:
 the transaction lost a race and a retry may succeed."""
+STALE_PLAN = "0A000"
+"""feature_not_supported: among others, a prepared statement whose plan DDL made stale
+("cached plan must not change result type"), which fails on that connection until it
+is closed."""
 _UNAVAILABLE_CLASSES = ("08", "28", "53", "57", "3D")
 
 

@@ -29,7 +29,8 @@ class PgSession(Protocol):
     """One transaction's statements, as a table uses them.
 
     :class:`~providers.postgres.transaction.PgTransaction` implements all of it; the
-    auto-commit point read implements :meth:`fetch_row` and refuses the rest.
+    auto-commit point read implements :meth:`fetch_row`, the auto-commit write
+    :meth:`write`, and they refuse the rest.
     """
 
     @property
@@ -50,6 +51,11 @@ class PgSession(Protocol):
 
     def fetch_row(self, sql: TableSql, key: tuple[Any, ...]) -> Stored | None:
         """The stored row with ``key``, or None."""
+
+    def write(self, text: str, params: Mapping[str, Any], fingerprint: str) -> tuple[Any, ...]:
+        """Run a single-statement write of :mod:`providers.postgres.writes`: its first row
+        (the catalog's fingerprint, then what the write returned, nulls when it matched
+        nothing); raises when the catalog no longer holds the spec with ``fingerprint``."""
 
     def server_micros(self) -> int:
         """Now on the server's clock, in microseconds since the epoch (expiry's clock)."""

@@ -1,17 +1,22 @@
-"""Auto-commit point reads as one statement: a single round trip.
+"""Auto-commit point reads and single-key writes as one statement: a single round trip.
 
-An auto-commit ``read`` is one SELECT, so it runs as an implicit transaction on an
-autocommit connection (the session default is SERIALIZABLE): no BEGIN/COMMIT, no
-pre-ping, no separate catalog query. The statement joins the catalog row and checks
-the spec fingerprint, so a spec changed by another process is noticed in the same
-round trip. Anything unusual (unknown or changed table, conflict, broken connection)
-falls back to the ordinary transaction path, which gives the exact answer or error.
+An auto-commit ``read`` is one SELECT, and an auto-commit ``upsert``, ``insert``,
+``replace``, ``update``, ``delete``, ``increment`` or ``compare_and_swap`` of a table
+without a change feed one INSERT/UPDATE/DELETE (:mod:`providers.postgres.native`), so
+each runs as an implicit transaction on an autocommit connection (the session default
+is SERIALIZABLE): no BEGIN/COMMIT, no pre-ping, no separate catalog query. Every
+statement checks the spec fingerprint in the catalog, so a spec changed by another
+process is noticed in the same round trip. Anything unusual (unknown or changed table,
+a conflict, a failed condition to explain, a broken connection) falls back to the
+ordinary transaction path, which gives the exact answer or error: the statement
+changed nothing in those cases. A change-fed table's writes run in a transaction
+(the same statements, then the events and the revision at commit).
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -19,14 +24,17 @@ from sqlalchemy.engine import Dialect
 
 from providers.postgres.arrow import adbc_batches
 from providers.postgres.database import PgDatabase
+from providers.postgres.errors import CONFLICT_STATES, STALE_PLAN
 from providers.postgres.statements import ReadStatement, TableSql
 from providers.postgres.table import PgTable
 from providers.postgres.transaction import PgTransaction, begin
+from spi.errors import KvError
 from spi.filters import Expr
 from spi.keys import KeyLike, Range
 from spi.primitives import ColumnBatch, Stored
 from spi.provider import AutoCommitTable, ProviderBase
 from spi.row import Page, Row
+from spi.table import TableBase
 from spi.validate import check_batch_size
 
 if TYPE_CHECKING:
@@ -46,10 +54,10 @@ class _OneStatement:
 
     ended = False
 
-    def __init__(self, db: PgDatabase, statement: ReadStatement) -> None:
+    def __init__(self, db: PgDatabase, statement: ReadStatement | None) -> None:
         self._db = db
-        self._statement = statement
-        self.events: list[Any] = []  # a read records nothing
+        self._statement = statement  # None: a write, which reads no row
+        self.events: list[Any] = []  # never recorded: tables with a feed take a transaction
         self._now: int | None = None
 
     @property
@@ -61,6 +69,8 @@ class _OneStatement:
         """The stored row with ``key``, or None; :class:`Fallback` when the statement
         fails or the catalog no longer has this spec."""
         statement, db = self._statement, self._db
+        if statement is None:
+            raise Fallback
         kept = db.take_autocommit()
         try:
             row = kept[1].execute(statement.text, statement.params(sql.spec.name, key), prepare=True).fetchone()
@@ -71,13 +81,36 @@ class _OneStatement:
             db.forget_table(sql.spec.name)  # learnt again by the transaction that answers instead
             raise Fallback from None
         db.give_back(kept)
-        if row is None or row[0] != self._statement.fingerprint:
+        if row is None or row[0] != statement.fingerprint:
             self._db.forget_table(sql.spec.name)
             raise Fallback
         self._now = row[1]
         if row[-2] is None:  # no version: the outer join found no row
             return None
         return sql.stored(row[2:])
+
+    def write(self, text: str, params: Mapping[str, Any], fingerprint: str) -> tuple[Any, ...]:
+        """Run a single-statement write as its own transaction: its row; :class:`Fallback`
+        when it fails or the catalog no longer has this spec (it changed nothing)."""
+        db = self._db
+        kept = db.take_autocommit()
+        try:
+            row = kept[1].execute(text, params, prepare=True).fetchone()
+        except BaseException as exc:
+            # A statement the server refused leaves an autocommit session as it was,
+            # but a plan made stale by DDL stays stale: that connection goes.
+            state = getattr(exc, "sqlstate", None)
+            db.give_back(kept, broken=state is None or state == STALE_PLAN)
+            if not isinstance(exc, Exception):
+                raise
+            if state not in CONFLICT_STATES:
+                db.forget_table(params["kv_name"])
+            raise Fallback from None
+        db.give_back(kept)
+        if row is None or row[0] != fingerprint:
+            db.forget_table(params["kv_name"])
+            raise Fallback
+        return tuple(row)
 
     def server_micros(self) -> int:
         """The server's clock when the row was read (what decides whether it expired)."""
@@ -133,9 +166,56 @@ class PgAutoCommitTable(AutoCommitTable):
             table = PgTable(_OneStatement(self._db, statement), sql)
             try:
                 return table.read(key, columns=columns)
-            except Fallback:
-                pass
+            except (Fallback, KvError):
+                pass  # an error may come from a spec changed since it was cached
         return super().read(key, columns=columns)
+
+    def _write(self, op: Callable[[TableBase], T]) -> T:
+        """Run the single-key write ``op`` as one statement when the table's spec is
+        known and it has no change feed, else (or on :class:`Fallback`) in a transaction."""
+        cached = self._db.cached_read(self.name)
+        if cached is not None and not cached[0].spec.changes:
+            try:
+                return op(PgTable(_OneStatement(self._db, None), cached[0]))
+            except (Fallback, KvError):
+                pass  # nothing was written; an error may come from a spec changed since it was cached
+        return self._call(op)
+
+    def upsert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
+        """See :meth:`TableBase.upsert` (one statement)."""
+        return self._write(lambda t: t.upsert(row, ttl=ttl))
+
+    def insert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
+        """See :meth:`TableBase.insert` (one statement)."""
+        return self._write(lambda t: t.insert(row, ttl=ttl))
+
+    def replace(self, row: Mapping[str, Any], *, version: int | None = None, ttl: int | float | None = None) -> int:
+        """See :meth:`TableBase.replace` (one statement)."""
+        return self._write(lambda t: t.replace(row, version=version, ttl=ttl))
+
+    def update(
+        self,
+        key: KeyLike,
+        changes: Mapping[str, Any],
+        *,
+        default: Mapping[str, Any] | None = None,
+        version: int | None = None,
+        ttl: int | float | None = None,
+    ) -> int:
+        """See :meth:`TableBase.update` (one statement)."""
+        return self._write(lambda t: t.update(key, changes, default=default, version=version, ttl=ttl))
+
+    def delete(self, key: KeyLike, *, version: int | None = None) -> bool:
+        """See :meth:`TableBase.delete` (one statement)."""
+        return self._write(lambda t: t.delete(key, version=version))
+
+    def increment(self, key: KeyLike, column: str, amount: int | float = 1) -> int | float:
+        """See :meth:`TableBase.increment` (one statement)."""
+        return self._write(lambda t: t.increment(key, column, amount))
+
+    def compare_and_swap(self, key: KeyLike, column: str, expected: Any, new: Any) -> bool:
+        """See :meth:`TableBase.compare_and_swap` (one statement)."""
+        return self._write(lambda t: t.compare_and_swap(key, column, expected, new))
 
     def scan_batches(
         self,

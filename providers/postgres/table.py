@@ -13,6 +13,7 @@ from sqlalchemy.sql.expression import ClauseElement, Executable
 from providers.postgres.batch import LoadBatch, PgLoadPreparer
 from providers.postgres.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event
 from providers.postgres.load import load_batch
+from providers.postgres.native import NativeWrites
 from providers.postgres.schema import EXPIRES, VERSION
 from providers.postgres.session import PgSession
 from providers.postgres.sql import count_select, key_histogram, range_condition, scan_select
@@ -23,7 +24,6 @@ from spi.filters import Expr
 from spi.keys import Range, ResolvedRange, key_of, quantile_cuts, ranges_between
 from spi.primitives import ColumnBatch, Kept, ScanRequest, Stored
 from spi.row import Row
-from spi.table import TableBase
 from spi.validate import check_projection
 
 if TYPE_CHECKING:
@@ -124,8 +124,9 @@ def _column_batches(
                 cursor.close()
 
 
-class PgTable(TableBase):
-    """One PostgreSQL table inside one transaction."""
+class PgTable(NativeWrites):
+    """One PostgreSQL table inside one transaction (its writes single statements, see
+    :mod:`providers.postgres.native`)."""
 
     def __init__(self, tx: PgSession, sql: TableSql) -> None:
         super().__init__(sql.spec)

@@ -22,7 +22,7 @@ from providers.postgres.schema import EXPIRES, SERVER_MICROS, expiry_index_name,
 from providers.postgres.session import AnyResult
 from providers.postgres.statements import TableSql
 from providers.postgres.table import FETCH_ROWS, PgTable
-from spi.errors import KvError, TableNotFoundError, UrlError
+from spi.errors import ConflictError, KvError, TableNotFoundError, UrlError
 from spi.primitives import Stored
 from spi.provider import TransactionBase
 from spi.spec import TableSpec
@@ -152,6 +152,19 @@ class PgTransaction(TransactionBase):
         """The stored row with ``key``, or None."""
         row = self.execute(sql.get, sql.key_params(key)).first()
         return None if row is None else sql.stored(row)
+
+    def write(self, text: str, params: Mapping[str, Any], fingerprint: str) -> tuple[Any, ...]:
+        """Run a single-statement write (:mod:`providers.postgres.writes`) in this
+        transaction: its first row; :class:`ConflictError` when another transaction
+        changed the table's spec meanwhile (only a READ COMMITTED one can see that)."""
+        if self.ended:
+            raise KvError("this transaction has ended; open a new one")
+        raw = self.driver_connection()
+        with self.errors():
+            row = raw.execute(text, params, prepare=True).fetchone()
+        if row is None or row[0] != fingerprint:
+            raise ConflictError(f"table {params['kv_name']!r} was changed by another transaction; retry")
+        return tuple(row)
 
     def server_micros(self) -> int:
         """Now on the server's clock, in microseconds since the epoch."""

@@ -1,0 +1,227 @@
+"""Single-key writes as single statements: the SQL text of each, built once per spec.
+
+Every statement has the same frame: a CTE reads the table's catalog row, the write
+runs only when the catalog still holds the spec the statement was built from, and the
+result is one row per written row led by the catalog's fingerprint (no row at all when
+the table left the catalog; the fingerprint and nulls when the write matched nothing)::
+
+    WITH kv_c AS (SELECT fingerprint FROM catalog WHERE name = %(kv_name)s),
+         kv_w AS (<INSERT/UPDATE/DELETE ... AND (SELECT fingerprint FROM kv_c) = %(kv_fp)s
+                   RETURNING ...>)
+    SELECT kv_c.fingerprint, kv_w.* FROM kv_c LEFT JOIN kv_w ON true
+
+So an auto-commit write is one round trip that also notices a spec changed by another
+process. The version and expiry rules are SQL: a row whose ``kv_expires`` has passed
+(on the server's clock, ``statement_timestamp()``) counts as absent, so a write that
+meets it starts again at version 1 from the written values alone.
+
+Parameters are named: ``kv_name``, ``kv_fp``, ``kv_ttl`` (the row's lifetime in
+microseconds, null: never expires), ``kv_version`` (a ``version=`` condition),
+``kv_k{i}`` (key values), ``kv_v{i}`` (column ``i`` of the spec, in declaration
+order), ``kv_x`` (an increment's amount or a compare-and-swap's expected value),
+``kv_lo``/``kv_hi`` (an increment's range guard).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy.engine import Dialect
+
+from providers.postgres.schema import CATALOG, EXPIRES, VERSION, qualified
+from spi.spec import TableSpec
+from spi.types import FieldType
+
+CASTS = {
+    FieldType.INT: "int4",
+    FieldType.LONG: "int8",
+    FieldType.FLOAT: "float4",
+    FieldType.DOUBLE: "float8",
+    FieldType.STRING: "text",
+    FieldType.BYTES: "bytea",
+    FieldType.BOOL: "bool",
+    FieldType.TIMESTAMP: "timestamptz",
+}
+"""The SQL type each bound value is cast to (so a prepared statement's types never
+depend on the first call's values)."""
+
+LIVE = f"(kv_t.{EXPIRES} IS NULL OR kv_t.{EXPIRES} > statement_timestamp())"
+"""The stored row has not expired."""
+EXPIRY = "statement_timestamp() + %(kv_ttl)s::int8 * interval '1 microsecond'"
+"""The expiry of a row written now (null when ``kv_ttl`` is null)."""
+DOUBLE_GUARD = 8.98846567431158e307
+"""Half the largest double: two numbers below it in magnitude add without overflow
+(PostgreSQL raises on overflow where Python gives infinity; such increments take the
+general path)."""
+
+
+class WriteSql:
+    """The single-statement writes of one spec on one schema."""
+
+    def __init__(self, spec: TableSpec, schema: str, dialect: Dialect) -> None:
+        self.spec = spec
+        self.fingerprint = spec.fingerprint()
+        quote = dialect.identifier_preparer.quote_identifier
+        self._table = qualified(dialect, schema, spec.name)
+        self._catalog = qualified(dialect, schema, CATALOG)
+        self._names = {c: quote(c) for c in spec.columns}
+        self._keys = [self._names[k] for k in spec.primary_key]
+        self._params = {c: f"kv_v{i}" for i, c in enumerate(spec.columns)}
+        self._key_match = " AND ".join(
+            f"kv_t.{n} = %(kv_k{i})s::{self._cast(k)}" for i, (k, n) in enumerate(zip(spec.primary_key, self._keys))
+        )
+        everything = ", ".join(f"kv_t.{self._names[c]}" for c in spec.columns)
+        self._row = f"{everything}, kv_t.{VERSION}, kv_t.{EXPIRES}"
+        self._cache: dict[Any, str] = {}
+
+    def _cast(self, column: str) -> str:
+        return CASTS[self.spec.type_of(column)]
+
+    def _value(self, column: str) -> str:
+        return f"%({self._params[column]})s::{self._cast(column)}"
+
+    def _frame(self, write: str) -> str:
+        return (
+            f"WITH kv_c AS (SELECT fingerprint FROM {self._catalog} WHERE name = %(kv_name)s),"
+            f" kv_w AS ({write}) SELECT kv_c.fingerprint, kv_w.* FROM kv_c LEFT JOIN kv_w ON true"
+        )
+
+    def _returning(self, first: str, rows: bool) -> str:
+        """``RETURNING first`` and, for a change feed's events, the whole row as written."""
+        return f" RETURNING {first}, {self._row}" if rows else f" RETURNING {first}"
+
+    def merge(self, changed: Collection[str], rows: bool, when: str | None = None) -> str:
+        """Insert a full row (``kv_v*``: every column), or on a live row set only the
+        ``changed`` columns (the rest keep their values; over an expired row they take
+        the inserted ones); ``when``: a further condition on the stored live row
+        (the write does nothing when it fails). Returns the version, whether the row
+        was new (not over an expired one), [the row]."""
+        cache_key = ("merge", changed, rows, when)
+        text = self._cache.get(cache_key)
+        if text is None:
+            spec, names = self.spec, self._names
+            columns = ", ".join(names[c] for c in spec.columns)
+            values = ", ".join(self._value(c) for c in spec.columns)
+            sets = [
+                f"{names[c]} = EXCLUDED.{names[c]}"
+                if c in changed
+                else f"{names[c]} = CASE WHEN {LIVE} THEN kv_t.{names[c]} ELSE EXCLUDED.{names[c]} END"
+                for c in spec.columns
+                if not spec.is_key(c)
+            ]
+            sets.append(f"{VERSION} = CASE WHEN {LIVE} THEN kv_t.{VERSION} + 1 ELSE 1 END")
+            sets.append(f"{EXPIRES} = EXCLUDED.{EXPIRES}")
+            condition = "" if when is None else f" WHERE NOT {LIVE} OR ({when})"
+            write = (
+                f"INSERT INTO {self._table} AS kv_t ({columns}, {VERSION}, {EXPIRES})"
+                f" SELECT {values}, 1, {EXPIRY} WHERE (SELECT fingerprint FROM kv_c) = %(kv_fp)s"
+                f" ON CONFLICT ({', '.join(self._keys)}) DO UPDATE SET {', '.join(sets)}{condition}"
+                + self._returning(f"kv_t.{VERSION}, kv_t.xmax = 0", rows)
+            )
+            text = self._cache[cache_key] = self._frame(write)
+        return text
+
+    def insert(self, rows: bool) -> str:
+        """Insert a full row; over an expired row, replace it at version 1; a live row
+        stops it (no row returned)."""
+        return self.merge(self.spec.columns, rows, when="false")
+
+    def increment(self, column: str, rows: bool) -> str:
+        """Add ``kv_x`` to ``column`` of the live row (null counts as 0) when its value
+        is within ``kv_lo``..``kv_hi`` (doubles: below :data:`DOUBLE_GUARD` in magnitude),
+        else insert the row with ``kv_v*`` (the amount in ``column``). Returns the
+        version, whether new, the new value, [the row]."""
+        cache_key = ("increment", column, rows)
+        text = self._cache.get(cache_key)
+        if text is None:
+            spec, names, name = self.spec, self._names, self._names[column]
+            columns = ", ".join(names[c] for c in spec.columns)
+            values = ", ".join(self._value(c) for c in spec.columns)
+            current = f"COALESCE(kv_t.{name}, 0)"
+            if spec.type_of(column) is FieldType.DOUBLE:
+                guard = f"abs({current}) < {DOUBLE_GUARD!r}"
+            else:
+                guard = f"{current} BETWEEN %(kv_lo)s::numeric AND %(kv_hi)s::numeric"
+            sets = [
+                f"{names[c]} = CASE WHEN {LIVE} THEN kv_t.{names[c]} ELSE EXCLUDED.{names[c]} END"
+                for c in spec.columns
+                if not spec.is_key(c) and c != column
+            ]
+            sets.append(f"{name} = CASE WHEN {LIVE} THEN {current} + EXCLUDED.{name} ELSE EXCLUDED.{name} END")
+            sets.append(f"{VERSION} = CASE WHEN {LIVE} THEN kv_t.{VERSION} + 1 ELSE 1 END")
+            sets.append(f"{EXPIRES} = EXCLUDED.{EXPIRES}")
+            write = (
+                f"INSERT INTO {self._table} AS kv_t ({columns}, {VERSION}, {EXPIRES})"
+                f" SELECT {values}, 1, {EXPIRY} WHERE (SELECT fingerprint FROM kv_c) = %(kv_fp)s"
+                f" ON CONFLICT ({', '.join(self._keys)}) DO UPDATE SET {', '.join(sets)}"
+                f" WHERE NOT {LIVE} OR {guard}" + self._returning(f"kv_t.{VERSION}, kv_t.xmax = 0, kv_t.{name}", rows)
+            )
+            text = self._cache[cache_key] = self._frame(write)
+        return text
+
+    def update(self, changed: tuple[str, ...], rows: bool, *, versioned: bool, expected: str | None = None) -> str:
+        """Set the ``changed`` columns of the live row (``versioned``: at version
+        ``kv_version``; ``expected``: whose column holds ``kv_x``). Returns the version,
+        false, [the row]; nothing when no such row."""
+        cache_key = ("update", changed, rows, versioned, expected)
+        text = self._cache.get(cache_key)
+        if text is None:
+            names = self._names
+            sets = [f"{names[c]} = {self._value(c)}" for c in changed]
+            sets.append(f"{VERSION} = kv_t.{VERSION} + 1")
+            sets.append(f"{EXPIRES} = {EXPIRY}")
+            conditions = [self._key_match, LIVE, "(SELECT fingerprint FROM kv_c) = %(kv_fp)s"]
+            if versioned:
+                conditions.append(f"kv_t.{VERSION} = %(kv_version)s::int8")
+            if expected is not None:
+                conditions.append(f"kv_t.{names[expected]} = %(kv_x)s::{self._cast(expected)}")
+            write = f"UPDATE {self._table} AS kv_t SET {', '.join(sets)} WHERE {' AND '.join(conditions)}"
+            write += self._returning(f"kv_t.{VERSION}, false", rows)
+            text = self._cache[cache_key] = self._frame(write)
+        return text
+
+    def delete(self, *, versioned: bool) -> str:
+        """Delete the row (``versioned``: only a live one at version ``kv_version``).
+        Returns whether it was live; nothing when there was none."""
+        cache_key = ("delete", versioned)
+        text = self._cache.get(cache_key)
+        if text is None:
+            conditions = [self._key_match, "(SELECT fingerprint FROM kv_c) = %(kv_fp)s"]
+            if versioned:
+                conditions += [LIVE, f"kv_t.{VERSION} = %(kv_version)s::int8"]
+            write = f"DELETE FROM {self._table} AS kv_t WHERE {' AND '.join(conditions)} RETURNING {LIVE}"
+            text = self._cache[cache_key] = self._frame(write)
+        return text
+
+    def param_of(self, column: str) -> str:
+        """The parameter that carries ``column``'s value."""
+        return self._params[column]
+
+    def is_null(self, column: str) -> str:
+        """The condition that the stored row's ``column`` is null (for :meth:`merge`)."""
+        return f"kv_t.{self._names[column]} IS NULL"
+
+    def params(self, name: str, key: tuple[Any, ...], ttl: int | None) -> dict[str, Any]:
+        """The parameters every statement takes."""
+        params: dict[str, Any] = {"kv_name": name, "kv_fp": self.fingerprint, "kv_ttl": ttl}
+        for i, value in enumerate(key):
+            params[f"kv_k{i}"] = value
+        return params
+
+    def row_params(self, params: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with every column's value (``values`` is a full row)."""
+        names = self._params
+        for column, value in values.items():
+            params[names[column]] = value
+        return params
+
+
+@lru_cache(maxsize=64)
+def write_sql(spec: TableSpec, schema: str, dialect: Dialect) -> WriteSql:
+    """The (cached) single-statement writes of ``spec`` in ``schema``."""
+    return WriteSql(spec, schema, dialect)
+
+
+__all__ = ["WriteSql", "write_sql"]
