@@ -16,7 +16,7 @@ FIGURES = (
     "postgres 4-thread upsert",
     "postgres update_range 50%",
     "postgres delete_range 50%",
-    "postgres change-fed load (cost)",
+    "postgres fed load / plain (cost)",
     "postgres load vs COPY",
     "rocksdb upsert",
     "rocksdb increment",
