@@ -202,6 +202,22 @@ class PgTwins:
         self.provider.close()
 
 
+def upsert_sql(table: sql.Identifier) -> sql.Composed:
+    """The native upsert of a row of ``table``: one INSERT … ON CONFLICT, returning the version."""
+    return sql.SQL(
+        "INSERT INTO {t} AS t (k, name, qty, price, note, kv_version) VALUES (%s, %s, %s, %s, %s, 1)"
+        " ON CONFLICT (k) DO UPDATE SET name = excluded.name, qty = excluded.qty, price = excluded.price,"
+        " note = excluded.note, kv_version = t.kv_version + 1, kv_expires = NULL RETURNING kv_version"
+    ).format(t=table)
+
+
+def upsert_each(table: Any, rows: list[dict[str, Any]]) -> int:
+    """``table.upsert`` each row; how many."""
+    for row in rows:
+        table.upsert(row)
+    return len(rows)
+
+
 def prepared(conn: psycopg.Connection[Any], statement: sql.Composed, params: list[tuple[Any, ...]]) -> int:
     """Run ``statement`` once per parameter tuple, prepared, fetching what it returns."""
     with conn.cursor() as cur:
@@ -229,23 +245,12 @@ def _pg_point_writes(twins: PgTwins, n_rows: int, n_ops: int) -> list[Figure]:
     figures = []
 
     upserts = [upsert_row(k, "u") for k in keys]
-    upsert_sql = sql.SQL(
-        "INSERT INTO {t} AS t (k, name, qty, price, note, kv_version) VALUES (%s, %s, %s, %s, %s, 1)"
-        " ON CONFLICT (k) DO UPDATE SET name = excluded.name, qty = excluded.qty, price = excluded.price,"
-        " note = excluded.note, kv_version = t.kv_version + 1, kv_expires = NULL RETURNING kv_version"
-    ).format(t=target)
     upsert_params = [row_values(r) for r in upserts]
-
-    def kv_upserts(t: Any, data: list[dict[str, Any]]) -> int:
-        for row in data:
-            t.upsert(row)
-        return len(data)
-
     figures.append(
         Figure(
             "postgres upsert",
-            best_rate(lambda: kv_upserts(table, upserts)),
-            best_rate(lambda: prepared(raw, upsert_sql, upsert_params)),
+            best_rate(lambda: upsert_each(table, upserts)),
+            best_rate(lambda: prepared(raw, upsert_sql(target), upsert_params)),
             0.5,
         )
     )
@@ -297,23 +302,28 @@ def _pg_point_writes(twins: PgTwins, n_rows: int, n_ops: int) -> list[Figure]:
 
     figures.append(Figure("postgres compare_and_swap", best_rate(kv_swaps), best_rate(raw_swaps), 0.5))
 
-    # 4 threads: distinct keys per thread (k = thread mod 4), each with its own
-    # auto-commit handle of the one provider, or its own raw connection.
+    return [*figures, _pg_threads(twins, n_rows, n_ops)]
+
+
+def _pg_threads(twins: PgTwins, n_rows: int, n_ops: int) -> Figure:
+    """THREADS threads upserting distinct keys (k = thread mod THREADS) of table
+    "points", each with its own auto-commit handle of the one provider, or its own raw
+    connection."""
     per_thread = max(n_ops // THREADS, 1)
     parts = [[upsert_row(k, "t") for k in _thread_keys(t, n_rows, per_thread)] for t in range(THREADS)]
     part_params = [[row_values(r) for r in part] for part in parts]
+    statement = upsert_sql(twins.ident("raw_points"))
     handles = [twins.provider.table("points") for _ in range(THREADS)]
     conns = [psycopg.connect(twins.dsn, autocommit=True) for _ in range(THREADS)]
     try:
-        kv_work = [partial(kv_upserts, h, p) for h, p in zip(handles, parts, strict=True)]
-        raw_work = [partial(prepared, c, upsert_sql, p) for c, p in zip(conns, part_params, strict=True)]
+        kv_work = [partial(upsert_each, h, p) for h, p in zip(handles, parts, strict=True)]
+        raw_work = [partial(prepared, c, statement, p) for c, p in zip(conns, part_params, strict=True)]
         kv_threads = best_rate(lambda: in_threads(kv_work))
         raw_threads = best_rate(lambda: in_threads(raw_work))
     finally:
         for c in conns:
             c.close()
-    figures.append(Figure(f"postgres {THREADS}-thread upsert", kv_threads, raw_threads, 0.4))
-    return figures
+    return Figure(f"postgres {THREADS}-thread upsert", kv_threads, raw_threads, 0.4)
 
 
 def _cas_runs(keys: list[int], values: dict[int, str]) -> list[list[tuple[int, str, str]]]:
@@ -421,11 +431,6 @@ def run_rocksdb(root: Path, n_rows: int, n_ops: int, n_load: int) -> list[Figure
                     get(k)
                 return len(keys)
 
-            def kv_upserts() -> int:
-                for row in upserts:
-                    table.upsert(row)
-                return len(upserts)
-
             def kv_increments() -> int:
                 for i in ids:
                     table.increment((i,), "g2", 1)
@@ -437,7 +442,7 @@ def run_rocksdb(root: Path, n_rows: int, n_ops: int, n_load: int) -> list[Figure
                 return len(ids)
 
             get_put = best_rate(raw_get_put)
-            figures.append(Figure("rocksdb upsert", best_rate(kv_upserts), get_put, 0.4))
+            figures.append(Figure("rocksdb upsert", best_rate(lambda: upsert_each(table, upserts)), get_put, 0.4))
             figures.append(Figure("rocksdb increment", best_rate(kv_increments), get_put, 0.4))
             figures.append(Figure("rocksdb point read", best_rate(kv_reads), best_rate(raw_gets), 0.3))
         finally:
