@@ -5,8 +5,9 @@
                            [--dir PATH] [--only postgres|rocksdb]
 
 PostgreSQL (without ``--url`` a throwaway server from tests/pg_server.py): each kvctl
-table has a raw twin made with ``CREATE TABLE … (LIKE kvctl_table INCLUDING ALL)`` (the
-same columns, ``kv_version`` and ``kv_expires`` included, the same indexes), holding
+table has a raw twin made with ``CREATE TABLE … (LIKE kvctl_table INCLUDING ALL
+EXCLUDING DEFAULTS)`` (the same columns, ``kv_version`` and ``kv_expires`` included,
+the same constraints and indexes), holding
 the same rows; the raw side runs prepared statements on an autocommit psycopg
 connection, bumping ``kv_version`` as kvctl does. Point writes (``upsert``,
 ``increment``, a ``compare_and_swap`` that always succeeds) run ``--ops`` times on a
