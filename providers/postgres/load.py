@@ -14,6 +14,7 @@ meets one does: its version starts again at 1, its ``"expire"`` event is recorde
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -67,14 +68,16 @@ def load_batch(
     versions: list[int] | None,
     expiries: list[dt.datetime | None] | None,
     *,
-    written: Callable[[list[Any], list[Any]], None] | None = None,
+    written: Callable[[list[Any], list[Any], bool], None] | None = None,
 ) -> None:
     """Write a validated batch into ``table`` exactly like one write per row, in bulk
     (``sequential`` writes a batch row by row: one that repeats a key, or meets an
     expired row); with ``versions``, row ``i`` is written with version ``versions[i]``,
     with ``expiries`` expiring at ``expiries[i]``. ``written``, if given, gets the
-    batch's keys and every row written as the table now holds it (its columns, then
-    its version and expiry; a change feed's events come from them)."""
+    batch's keys and every row written, for a change feed's events: the rows as given
+    (``True``: every column in spec order, then the version, in input order) when the
+    batch was one plain insert, else as the table now holds them (``False``: every
+    column, then the version and the expiry, as fetched, in any order)."""
     tx, spec, target = table.session, table.spec, table.sql_table
     if batch.spec is not spec and (batch.spec != spec or batch.spec.columns != spec.columns):
         batch = _revalidated(spec, batch)
@@ -83,13 +86,14 @@ def load_batch(
         sequential(batch.dicts(), mode)
         return
     returned: list[Any] | None = None if written is None else []
+    as_given = False
     for columns, positions, rows in batch.groups(mode):
         group_keys = keys if len(positions) == len(keys) else [keys[i] for i in positions]
         if versions is not None:
             rows = [(*row[:-1], versions[i]) for row, i in zip(rows, positions)]
         if expiries is not None:
             rows = [(*row, expiries[i]) for row, i in zip(rows, positions)]
-        _load_group(
+        as_given = _load_group(
             tx,
             spec,
             target,
@@ -103,7 +107,7 @@ def load_batch(
             expiring=expiries is not None,
         )
     if written is not None and returned is not None:
-        written(keys, returned)
+        written(keys, returned, as_given)
 
 
 def _span(batch: LoadBatch, keys: list[Any]) -> ResolvedRange:
@@ -136,15 +140,19 @@ def _load_group(
     *,
     kept: bool,
     expiring: bool,
-) -> None:
+) -> bool:
     """One group of a batch (tuples of ``columns``, the version, and the expiry when
-    ``expiring``); ``returned`` (when not None) gets the rows written as the table
-    holds them (every column, then the version and the expiry)."""
+    ``expiring``); ``returned`` (when not None) gets the rows written: the rows as
+    given when the group is the whole batch, complete and inserted as it is (then
+    True), else as the table holds them (every column, then the version and the
+    expiry)."""
     tail = [VERSION, EXPIRES] if expiring else [VERSION]
     types = [*(COPY_TYPES[spec.type_of(c)] for c in columns), "int8", *(["timestamptz"] if expiring else [])]
-    if _vacant(tx, spec, target, batch, keys):
-        # No row in the batch's key range: every row is an insert (at version 1, or its own).
-        _copy(tx, target.schema, target.name, [*columns, *tail], types, rows)
+    if _copied_as_new(tx, spec, target, batch, keys, [*columns, *tail], types, rows):
+        # Every row was an insert (at version 1, or its own).
+        if returned is not None and columns == spec.columns and len(rows) == len(batch.rows):
+            returned.extend(rows)
+            return True
         if returned is not None:
             n = len(columns)
             at = {c: i for i, c in enumerate(columns)}  # a partial upsert group: the other columns are null
@@ -152,7 +160,7 @@ def _load_group(
                 [*(r[at[c]] if c in at else None for c in spec.columns), r[n], r[n + 1] if expiring else None]
                 for r in rows
             )
-        return
+        return False
     temp = _temp_table(tx, target, (*columns, *tail))
     _copy(tx, None, temp.name, [*columns, *tail], types, rows)
     if mode == "insert":
@@ -167,8 +175,29 @@ def _load_group(
         stmt = stmt.on_conflict_do_update(index_elements=[target.c[k] for k in spec.primary_key], set_=values)
     if returned is None:
         tx.execute(stmt)
-        return
-    returned.extend(tx.execute(stmt.returning(*target.c)).fetchall())
+    else:
+        returned.extend(tx.execute(stmt.returning(*target.c)).fetchall())
+    return False
+
+
+def _copied_as_new(
+    tx: PgSession,
+    spec: TableSpec,
+    target: sa.Table,
+    batch: LoadBatch,
+    keys: list[Any],
+    columns: list[str],
+    types: list[str],
+    rows: list[tuple[Any, ...]],
+) -> bool:
+    """COPY the rows straight into the table if none of their keys is taken (True),
+    else write nothing (False). A batch whose key range holds no row is copied outright;
+    otherwise (a file in date order, its batches' key ranges overlapping) the COPY runs
+    under a savepoint, undone by the first key taken (a unique violation)."""
+    if _vacant(tx, spec, target, batch, keys):
+        _copy(tx, target.schema, target.name, columns, types, rows)
+        return True
+    return _copy(tx, target.schema, target.name, columns, types, rows, unless_taken=True)
 
 
 def _vacant(tx: PgSession, spec: TableSpec, target: sa.Table, batch: LoadBatch, keys: list[Any]) -> bool:
@@ -208,16 +237,38 @@ def _temp_table(tx: PgSession, target: sa.Table, columns: tuple[str, ...]) -> sa
 
 
 def _copy(
-    tx: PgSession, schema: str | None, name: str, columns: list[str], types: list[str], rows: list[tuple[Any, ...]]
-) -> None:
+    tx: PgSession,
+    schema: str | None,
+    name: str,
+    columns: list[str],
+    types: list[str],
+    rows: list[tuple[Any, ...]],
+    *,
+    unless_taken: bool = False,
+) -> bool:
+    """COPY ``rows`` into a table (True); with ``unless_taken``, under a savepoint that
+    a key already taken rolls back (then False: nothing written)."""
+    import psycopg
     from psycopg import sql
 
     target = sql.Identifier(name) if schema is None else sql.Identifier(schema, name)
     statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
         target, sql.SQL(", ").join(sql.Identifier(c) for c in columns)
     )
-    with tx.errors(), tx.driver_connection().cursor() as cursor, cursor.copy(statement) as copy:
-        copy.set_types(types)
-        write = copy.write_row
-        for row in rows:
-            write(row)
+    conn = tx.driver_connection()
+    with tx.errors():
+        try:
+            with (
+                conn.transaction() if unless_taken else contextlib.nullcontext(),
+                conn.cursor() as cursor,
+                cursor.copy(statement) as copy,
+            ):
+                copy.set_types(types)
+                write = copy.write_row
+                for row in rows:
+                    write(row)
+        except psycopg.errors.UniqueViolation:
+            if not unless_taken:
+                raise
+            return False
+    return True

@@ -86,7 +86,11 @@ def build_table(spec: TableSpec, schema: str) -> sa.Table:
     (nulls first, key as tie-break) read it in order in both directions.
     """
     metadata = sa.MetaData(schema=quoted(schema))
-    columns = [sa.Column(quoted(f.name), sql_type(f.type), nullable=not spec.is_key(f.name)) for f in spec.fields]
+    # autoincrement=False: SQLAlchemy would make a lone integer key a serial column.
+    columns = [
+        sa.Column(quoted(f.name), sql_type(f.type), nullable=not spec.is_key(f.name), autoincrement=False)
+        for f in spec.fields
+    ]
     table = sa.Table(
         quoted(spec.name),
         metadata,

@@ -11,7 +11,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from providers.postgres.batch import LoadBatch, PgLoadPreparer
-from providers.postgres.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event
+from providers.postgres.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event, put_events
 from providers.postgres.load import load_batch
 from providers.postgres.native import NativeWrites
 from providers.postgres.schema import EXPIRES, VERSION
@@ -352,10 +352,14 @@ class PgTable(NativeWrites):
         """The transaction this table runs in."""
         return self._tx
 
-    def _record_load(self, keys: list[Any], rows: list[Any]) -> None:
-        """The events of a bulk-loaded batch, in input order, from the rows as written."""
+    def _record_load(self, keys: list[Any], rows: list[Any], as_given: bool) -> None:
+        """The events of a bulk-loaded batch, in input order: from the rows as given
+        (``as_given``, see :func:`~providers.postgres.load.load_batch`) or as written."""
         assert self._events is not None
         spec, one = self.spec, len(self.spec.primary_key) == 1
+        if as_given:
+            self._events += put_events(spec, keys, rows)
+            return
         written = {key_of(spec, s.values): s for s in map(self._sql.stored, rows)}
         for key in keys:
             stored = written[(key,) if one else key]
