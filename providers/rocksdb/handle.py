@@ -195,7 +195,9 @@ class PathHandle:
     def release(self) -> None:
         """End the current transaction; close at once if another process waits."""
         try:
-            if self._db is not None and (self._close_on_release or self._should_yield()):
+            if self._db is not None and (
+                self._close_on_release or (monotonic() >= self._next_waiter_check and self._should_yield())
+            ):
                 self._close()
         finally:
             self._close_on_release = False

@@ -203,13 +203,12 @@ class WriteBuffer:
             self._writes.update(zip(keys, values))
 
     def _in_order(self) -> tuple[list[bytes], list[bytes | None]]:
-        """Every buffered write in key order: the writes sorted, the runs put in place
-        as they are (no buffered key lies inside a run's range)."""
+        """Every buffered write in key order, when runs are pending: the writes
+        sorted, the runs put in place as they are (no buffered key lies inside a
+        run's range)."""
         writes = self._writes
         keys = sorted(writes)
         values: list[bytes | None] = list(map(writes.__getitem__, keys))
-        if not self._runs:
-            return keys, values
         out_keys: list[bytes] = []
         out_values: list[bytes | None] = []
         at = 0
@@ -294,7 +293,11 @@ class WriteBuffer:
             writes, last = self._writes, self._last
             if writes or self._runs or self._range_deletes or last:
                 # In key order: RocksDB inserts a sorted batch several times faster.
-                keys, values = self._in_order()
+                if self._runs:
+                    keys, values = self._in_order()
+                else:  # the common case (point writes), without a call
+                    keys = sorted(writes)
+                    values = list(map(writes.__getitem__, keys))
                 if last is not None and keys and keys[-1] >= last[0][0]:
                     self._settle()
                     writes.update(zip(*last))  # rare (a retention trim): sort them in
