@@ -1,0 +1,159 @@
+"""PostgreSQL writes as single statements (providers/postgres/native.py): each write
+answers by itself on the one-statement session (a disabled fast path fails here, not
+in a benchmark), and what only the general path can explain still comes out exact."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import spi
+from spi import col
+
+SPEC = spi.TableSpec(
+    "items",
+    [
+        spi.Field("k", "string"),
+        spi.Field("n", "long"),
+        spi.Field("i", "int"),
+        spi.Field("x", "double"),
+        spi.Field("f", "float"),
+        spi.Field("s", "string"),
+        spi.Field("t", "timestamp"),
+        spi.Field("b", "bytes"),
+    ],
+    ["k"],
+    indexes=["s"],
+)
+FED = spi.TableSpec(SPEC.name, SPEC.fields, SPEC.primary_key, indexes=SPEC.indexes, changes=True)
+
+
+def one_statement(p: Any) -> Any:
+    """A table whose every database call is one auto-commit statement (a fallback to a
+    transaction raises :class:`Fallback` instead)."""
+    from providers.postgres.single import _OneStatement
+    from providers.postgres.table import PgTable
+
+    p.table(SPEC.name).read(("warm-up",))  # learns the table's statements
+    sql, _ = p._db.cached_read(SPEC.name)
+    return PgTable(_OneStatement(p._db, None), sql)
+
+
+@pytest.fixture
+def p(pg_factory: Callable[..., Any]) -> Any:
+    provider = pg_factory()
+    provider.admin.create(SPEC)
+    return provider
+
+
+def test_every_single_key_write_is_one_statement(p: Any) -> None:
+    t = one_statement(p)
+    assert t.upsert({"k": "a", "n": 1, "s": "x"}) == 1
+    assert t.upsert({"k": "a", "i": 7}) == 2  # merged: n and s kept
+    assert t.insert({"k": "b", "x": 1.5, "f": 0.1, "b": b"\x00\x01"}) == 1
+    assert t.replace({"k": "b", "x": 2.5}) == 2
+    assert t.replace({"k": "b", "x": 3.5}, version=2) == 3
+    assert t.update(("a",), {"s": "y"}) == 3
+    assert t.update(("c",), {"n": 5}, default={"s": "new", "n": 1}) == 1
+    assert t.update(("c",), {"n": 6}, default={"s": "ignored"}, version=1) == 2
+    assert t.increment(("a",), "n", 10) == 11
+    assert t.increment(("d",), "x", 0.5) == 0.5
+    assert t.increment(("d",), "i", -3) == -3
+    assert t.compare_and_swap(("a",), "s", "y", "z") is True
+    assert t.compare_and_swap(("a",), "s", "y", "w") is False
+    assert t.compare_and_swap(("e",), "s", None, "made") is True
+    assert t.compare_and_swap(("e",), "s", None, "again") is False
+    assert t.delete(("e",)) is True
+    assert t.delete(("e",)) is False
+    assert t.delete(("c",), version=2) is True
+    table = p.table(SPEC.name)
+    assert dict(table.read(("a",))) | {"t": None} == {
+        "k": "a",
+        "n": 11,
+        "i": 7,
+        "x": None,
+        "f": None,
+        "s": "z",
+        "t": None,
+        "b": None,
+    }
+    assert table.read(("a",)).version == 5
+    b = table.read(("b",))
+    assert (b["x"], b["f"], b["b"], b.version) == (3.5, None, None, 3)
+    assert table.read(("c",)) is None and table.read(("e",)) is None
+    assert dict(table.read(("d",)))["x"] == 0.5 and table.read(("d",)).version == 2
+
+
+def test_failed_conditions_are_explained_by_the_general_path(p: Any) -> None:
+    table = p.table(SPEC.name)
+    table.upsert({"k": "a", "n": 1, "i": 2**31 - 1})
+    with pytest.raises(spi.errors.RowExistsError):
+        table.insert({"k": "a"})
+    with pytest.raises(spi.errors.VersionMismatchError) as err:
+        table.replace({"k": "a"}, version=5)
+    assert err.value.current_version == 1
+    with pytest.raises(spi.errors.RowNotFoundError):
+        table.update(("zz",), {"n": 1})
+    with pytest.raises(spi.errors.RowNotFoundError):
+        table.delete(("zz",), version=1)
+    with pytest.raises(spi.errors.InvalidFieldError, match="out of range"):
+        table.increment(("a",), "i", 1)
+    with pytest.raises(spi.errors.InvalidFieldError):
+        table.increment(("a",), "k", 1)
+    with pytest.raises(spi.errors.InvalidFieldError):
+        table.compare_and_swap(("a",), "k", "a", "b")
+    row = table.read(("a",))
+    assert (row["n"], row["i"], row.version) == (1, 2**31 - 1, 1)  # nothing changed
+    table.upsert({"k": "big", "x": 1.7e308})
+    assert table.increment(("big",), "x", 1.7e308) == float("inf")  # Python's result, not PostgreSQL's error
+    assert table.increment(("big",), "x", 1.0) == float("inf")
+
+
+def test_a_write_over_an_expired_row_starts_again(p: Any) -> None:
+    p.admin.create_or_update(FED)
+    table = p.table(SPEC.name)
+    table.upsert({"k": "a", "n": 5, "s": "old"}, ttl=0.05)
+    table.upsert({"k": "b", "n": 5}, ttl=0.05)
+    table.upsert({"k": "c", "n": 5}, ttl=0.05)
+    start = p.revision()
+    time.sleep(0.1)
+    assert table.upsert({"k": "a", "i": 1}) == 1  # the expired row's values are gone
+    assert dict(table.read(("a",)))["s"] is None
+    assert table.insert({"k": "b"}) == 1
+    assert table.delete(("c",)) is False
+    ops = [(c.op, c.key["k"]) for c in p.changes(SPEC.name, since=start)]
+    assert ops == [("expire", "a"), ("put", "a"), ("expire", "b"), ("put", "b"), ("expire", "c")]
+
+
+def test_a_spec_changed_by_another_process_is_noticed(p: Any, pg_factory: Callable[..., Any]) -> None:
+    """Turning the feed on elsewhere: the next auto-commit write records its event."""
+    table = p.table(SPEC.name)
+    table.upsert({"k": "a", "n": 1})  # the one-statement path has the old spec now
+    other = spi.connect(p.url.replace("***", ""))  # the test server trusts local connections
+    try:
+        other.admin.create_or_update(FED)
+        start = other.revision()
+    finally:
+        other.close()
+    table.upsert({"k": "a", "n": 2})
+    table.increment(("a",), "n", 1)
+    assert [(c.op, c.row["n"]) for c in p.changes(SPEC.name, since=start)] == [("put", 2), ("put", 3)]
+
+
+def test_range_writes_are_set_based_and_feed_events_in_key_order(p: Any) -> None:
+    p.admin.create_or_update(FED)
+    table = p.table(SPEC.name)
+    table.load([{"k": f"{i:03d}", "n": i, "s": "even" if i % 2 == 0 else "odd"} for i in range(100)])
+    start = p.revision()
+    assert table.update_range(where=col("s") == "even", changes={"i": 1}) == 50
+    assert table.delete_range(spi.Range(start=("050",)), where=col("s") == "odd") == 25
+    events = list(p.changes(SPEC.name, since=start))
+    puts = [c.key["k"] for c in events if c.op == "put"]
+    deletes = [c.key["k"] for c in events if c.op == "delete"]
+    assert puts == [f"{i:03d}" for i in range(0, 100, 2)]
+    assert deletes == [f"{i:03d}" for i in range(51, 100, 2)]
+    assert all(c.row["i"] == 1 and c.version == 2 for c in events if c.op == "put")
+    assert table.count() == 75
