@@ -1,22 +1,67 @@
 """Bulk ``put --file``: check the whole input first (spooled to a temp file), then load.
 
-Pass 1 reads, types and validates every record and pickles the typed rows into an
-anonymous temp file (bounded memory, stdin included); any bad value stops here with
-exit 2 and nothing written. Pass 2 streams the spool through the table's ``load``
+Pass 1 reads, types and validates every record into a spool (bounded memory, stdin
+included; input that is not a regular file is first copied to a temp file, so it can
+be read again). CSV and TSV are parsed and typed column by column in C
+(:mod:`kvctl.columnar`) and spooled as Arrow IPC; JSON and NDJSON, and any input the
+columnar reader cannot decide, are read record by record (:mod:`kvctl.inputs`, the
+reference) and pickled. Any bad value stops here with exit 2, naming its line and
+column, and nothing written. Pass 2 streams the spool through the table's ``load``
 in batches, each atomic, with a progress bar on stderr when it is a terminal.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 import pickle
+import shutil
+import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
 import spi
 from kvctl.errors import CliError, NotDone
 from kvctl.inputs import InputError, choose_format, coerce, open_input, read_records
+
+
+class Input:
+    """The input file, readable again and again: the file itself, or a temp copy of
+    stdin (``-``) or of anything else that is not a regular file (a pipe)."""
+
+    def __init__(self, path: str) -> None:
+        self.source = "stdin" if path == "-" else path
+        self._copy: IO[bytes] | None = None
+        self.path = path
+        try:
+            regular = path != "-" and stat.S_ISREG(os.stat(path).st_mode)
+        except OSError:
+            regular = False  # open_input explains
+        if not regular:
+            stream = None if path == "-" else open_input(path)
+            self._copy = tempfile.NamedTemporaryFile(prefix="kvctl-input-")  # noqa: SIM115 - closed by close()
+            try:
+                shutil.copyfileobj(sys.stdin.buffer if stream is None else stream.buffer, self._copy, 1 << 20)
+                self._copy.flush()
+            except BaseException:
+                self.close()
+                raise
+            finally:
+                if stream is not None:
+                    stream.close()
+            self.path = self._copy.name
+
+    def records(self, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        """The raw records with their lines (:func:`kvctl.inputs.read_records`)."""
+        with open_input(self.path) as stream:
+            yield from read_records(stream, kind, self.source)
+
+    def close(self) -> None:
+        """Delete the temp copy, if any."""
+        if self._copy is not None:
+            self._copy.close()
 
 
 class Spool:
@@ -37,6 +82,10 @@ class Spool:
         for _ in range(self.count):
             yield pickle.load(self._file)  # our own temp file, written above
 
+    def rows(self) -> Iterable[dict[str, Any]]:
+        """Every row from the start."""
+        return (row for _, row in self.entries())
+
     def line_of(self, index: int) -> int | None:
         """The input line of the ``index``-th row (0-based)."""
         for i, (line, _) in enumerate(self.entries()):
@@ -49,23 +98,131 @@ class Spool:
         self._file.close()
 
 
-def check(spec: spi.TableSpec, path: str, fmt: str | None) -> Spool:
-    """Pass 1: read, type and validate the whole input into a :class:`Spool`."""
-    source = "stdin" if path == "-" else path
-    stream = open_input(path)
+class ArrowSpool:
+    """Typed rows as Arrow record batches (IPC stream) in a temp file; the lines of
+    rows are found again in the input when an error needs one."""
+
+    def __init__(self, spec: spi.TableSpec, schema: Any, source: Input, kind: str) -> None:
+        import pyarrow as pa
+
+        self._spec = spec
+        self._schema = schema
+        self._file: IO[bytes] = tempfile.TemporaryFile(prefix="kvctl-put-")  # noqa: SIM115 - closed by close()
+        self._writer = pa.ipc.new_stream(self._file, schema)
+        self._input = source
+        self._kind = kind
+        self.count = 0
+
+    def add(self, batch: Any) -> None:
+        """Append a record batch."""
+        self._writer.write_batch(batch)
+        self.count += batch.num_rows
+
+    def rows(self) -> Iterable[dict[str, Any]]:
+        """Every row from the start, as a dict of its columns; rows of every column of
+        the spec come as :class:`spi.load.ValidatedRows` (the load need not check them
+        again)."""
+        from spi.load import ValidatedRows
+
+        columns = self._spec.columns
+        if set(self._schema.names) == set(columns):
+            return ValidatedRows(self._spec, itertools.chain.from_iterable(map(_tuples, self._batches(columns))))
+        names = self._schema.names
+        return (dict(zip(names, values)) for batch in self._batches(names) for values in _tuples(batch))
+
+    def _batches(self, columns: Sequence[str]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        self._writer.close()
+        self._file.seek(0)
+        for batch in pa.ipc.open_stream(self._file):
+            yield batch.select(list(columns))
+
+    def line_of(self, index: int) -> int | None:
+        """The input line of the ``index``-th row (0-based)."""
+        return _line_of(self._input, self._kind, index)
+
+    def close(self, *, keep_input: bool = False) -> None:
+        """Delete the temp file (and the input's copy, unless ``keep_input``)."""
+        self._file.close()
+        if not keep_input:
+            self._input.close()
+
+
+def _tuples(batch: Any) -> Iterator[tuple[Any, ...]]:
+    """The rows of a typed record batch as tuples of spi values."""
+    from kvctl.columnar import batch_columns
+
+    return zip(*batch_columns(batch))
+
+
+def _line_of(source: Input, kind: str, index: int) -> int | None:
+    for i, (line, _) in enumerate(source.records(kind)):
+        if i == index:
+            return line
+    return None
+
+
+def check(spec: spi.TableSpec, path: str, fmt: str | None) -> Spool | ArrowSpool:
+    """Pass 1: read, type and validate the whole input into a spool."""
+    source = Input(path)
+    try:
+        with open_input(source.path) as stream:
+            kind = choose_format(path, fmt, stream)
+        columnar = _columnar(spec, source, kind) if kind in ("csv", "tsv") else None
+        if columnar is not None:
+            return columnar  # it keeps the input, to find the line of a row that fails to load
+        return _reference(spec, source, kind)
+    except BaseException:
+        source.close()
+        raise
+
+
+def _columnar(spec: spi.TableSpec, source: Input, kind: str) -> ArrowSpool | None:
+    """The CSV/TSV input typed in C, or None when the reference reader must decide
+    (no pyarrow, or a file pyarrow cannot parse); a bad value raises its exact error."""
+    try:
+        from kvctl import columnar
+    except ImportError:  # pyarrow is an optional dependency
+        return None
+    try:
+        columnar.well_formed(source.path, kind)
+        schema, batches = columnar.read_batches(spec, source.path, kind)
+        spool = ArrowSpool(spec, schema, source, kind)
+        try:
+            for batch in batches:
+                spool.add(batch)
+        except BaseException:
+            spool.close(keep_input=True)
+            raise
+    except columnar.Undecided as undecided:
+        if undecided.index is not None:
+            _check_record(spec, source, kind, undecided.index)
+        return None  # the reference reader decides
+    return spool
+
+
+def _check_record(spec: spi.TableSpec, source: Input, kind: str, index: int) -> None:
+    """The reference reader's check of the ``index``-th record (0-based): raises its
+    exact error (line and column)."""
+    for i, (line, record) in enumerate(source.records(kind)):
+        if i == index:
+            coerce(spec, record, kind, source.source, line)
+            return
+
+
+def _reference(spec: spi.TableSpec, source: Input, kind: str) -> Spool:
+    """Pass 1 record by record (:mod:`kvctl.inputs`), pickling the typed rows."""
     spool = Spool()
     try:
-        kind = choose_format(path, fmt, stream)
-        for line, record in read_records(stream, kind, source):
+        for line, record in source.records(kind):
             if spool.count == 0 and kind in ("csv", "tsv"):
-                _check_header(spec, list(record), source)
-            spool.add(line, coerce(spec, record, kind, source, line))
+                _check_header(spec, list(record), source.source)
+            spool.add(line, coerce(spec, record, kind, source.source, line))
     except BaseException:
         spool.close()
         raise
-    finally:
-        if path != "-":
-            stream.close()
+    source.close()  # the spool has every row's line
     return spool
 
 
@@ -80,7 +237,7 @@ def _check_header(spec: spi.TableSpec, header: list[str], source: str) -> None:
 
 def load(
     table: Any,
-    spool: Spool,
+    spool: Spool | ArrowSpool,
     *,
     mode: str,
     batch_size: int,
@@ -90,7 +247,7 @@ def load(
 ) -> int:
     """Pass 2: load the spooled rows in batches (expiring after ``ttl`` seconds, None:
     the table's ttl); errors say how many rows were written."""
-    rows = (row for _, row in spool.entries())
+    rows = spool.rows()
     try:
         return int(table.load(rows, mode=mode, batch_size=batch_size, progress=progress, ttl=ttl))
     except spi.KvError as exc:

@@ -5,13 +5,14 @@ input rows become what a provider's batch writer takes. The default validates ea
 row into a dict as it is read; a provider may instead copy rows as they are read
 and validate and encode a whole batch at once (:mod:`spi.kv.bulk`). A load that
 keeps versions (``keep_versions=True``) reads each row's version as it takes the
-row (:class:`_VersionReader`) and hands the batch's versions to the writer.
+row (:class:`_VersionReader`) and hands the batch's versions to the writer. Rows
+already validated by the caller (:class:`ValidatedRows`) are not validated again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from itertools import islice
+from itertools import islice, repeat
 from typing import Any
 
 from spi.codec import encode_key, to_micros
@@ -53,6 +54,12 @@ class LoadPreparer:
                 raise
         return taken
 
+    def take_validated(self, rows: Iterator[tuple[Any, ...]], n: int) -> list[Any]:
+        """Up to ``n`` rows of a :class:`ValidatedRows` made for this preparer's spec
+        (tuples), not validated again: here as the dicts :meth:`take` makes (a provider
+        may turn them straight into what its writer takes; :meth:`prepare` follows)."""
+        return list(map(dict, map(zip, repeat(self.spec.columns), islice(rows, n))))
+
     def prepare(self, taken: list[Any]) -> Any:
         """What the batch writer takes for the rows of :meth:`take` (here, the rows)."""
         return taken
@@ -60,6 +67,26 @@ class LoadPreparer:
     def key_of(self, row: Any) -> tuple[Any, ...]:
         """The key of a row of a :meth:`prepare`-d batch."""
         return key_of(self.spec, row)
+
+
+class ValidatedRows:
+    """Rows a load need not validate again, each a tuple of the values of every
+    column of ``spec`` in declaration order: exactly the values
+    :func:`spi.validate.validate_row` returns for the row (canonical: timestamps aware
+    in UTC, floats rounded to float32, ``-0.0`` as ``0.0``, NaN as ``math.nan``).
+
+    A front end that has validated its input column by column (``kvctl put --file``)
+    passes them to ``load`` wrapped in this. Iterated, they are rows as dicts; a load
+    into a table whose spec is not ``spec`` (it changed since) validates them as any
+    rows, and so does a load that keeps versions.
+    """
+
+    def __init__(self, spec: TableSpec, rows: Iterable[tuple[Any, ...]]) -> None:
+        self.spec = spec
+        self.rows = rows
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return map(dict, map(zip, repeat(self.spec.columns), self.rows))
 
 
 BatchWriter = Callable[[Any, str, Kept | None], None]
@@ -130,6 +157,10 @@ def run_load(
         raise InvalidFieldError(f"load mode must be one of {', '.join(LOAD_MODES)}, got {mode!r}")
     check_batch_size(batch_size)
     reader = _VersionReader(iter(rows)) if keep_versions else None
+    spec = preparer.spec
+    validated: Iterator[tuple[Any, ...]] | None = None
+    if reader is None and isinstance(rows, ValidatedRows) and rows.spec == spec and rows.spec.columns == spec.columns:
+        validated = iter(rows.rows)
     source = iter(rows) if reader is None else iter(reader)
     held = isinstance(rows, (list, tuple))
     written = 0
@@ -138,7 +169,10 @@ def run_load(
         try:
             if reader is not None:
                 reader.next_batch()
-            taken = _take(preparer, source, batch_size, held, reader)
+            if validated is not None:
+                taken = preparer.take_validated(validated, batch_size)
+            else:
+                taken = _take(preparer, source, batch_size, held, reader)
             if not taken:
                 return written
             batch = preparer.prepare(taken)

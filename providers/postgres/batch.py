@@ -6,13 +6,14 @@ the generated whole-row validator) and appends a complete row as the very tuple
 COPY sends: its values in column order, then version 1. No dict per row is built and
 then taken apart again. Any other row (a partial upsert row, a mapping that is not a
 dict, an unknown column) goes through :func:`spi.validate.validate_row`, so results
-and errors are exactly those of the default preparer.
+and errors are exactly those of the default preparer. Rows validated already
+(:class:`spi.load.ValidatedRows`) become COPY tuples as they are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from itertools import islice
+from itertools import islice, repeat
 from operator import itemgetter
 from typing import Any, cast
 
@@ -105,6 +106,11 @@ class PgLoadPreparer(LoadPreparer):
             exc.row_index = len(taken)
             raise
         return taken
+
+    def take_validated(self, rows: Iterator[tuple[Any, ...]], n: int) -> list[Any]:
+        """Up to ``n`` rows of a :class:`spi.load.ValidatedRows` (tuples of every column)
+        as COPY tuples, without validating them again."""
+        return list(map(tuple.__add__, islice(rows, n), repeat((1,))))
 
     def prepare(self, taken: list[Any]) -> LoadBatch:
         """The batch the writer takes."""

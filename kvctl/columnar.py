@@ -1,0 +1,231 @@
+"""CSV/TSV files read and typed column by column in C (pyarrow), exactly as
+:func:`kvctl.inputs.coerce` types them field by field.
+
+pyarrow's streaming CSV reader parses the file into batches of text columns. Each
+column is then typed by compute kernels for the values whose form is certain to
+mean the same thing to pyarrow as to :func:`spi.textvalues.parse_field` (``-12``,
+``1.5e3``, ``TRUE``, ``2024-05-01T12:00:00Z``...); every other value (``433.0`` in
+an integer column, ``nan``, a padded number, base64 bytes) goes through
+``parse_field`` itself, one value at a time, so the typing rules have one source.
+
+pyarrow is more lenient than Python's ``csv`` module on malformed quoting, and says
+nothing of line numbers; so a file with a quote character is first read through by
+``csv.reader`` (C; it only checks), and anything this module cannot decide (a parse
+error, a bad value) is :class:`Undecided`: the caller asks the row-by-row reference
+reader (:mod:`kvctl.inputs`) for the exact error with its line and column.
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import datetime as dt
+import functools
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import spi
+from spi.arrow import arrow_schema, arrow_type
+from spi.textvalues import parse_field
+from spi.types import MAX_KEY_BYTES, MAX_VALUE_BYTES, FieldType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+BLOCK = 1 << 20
+"""Bytes of input per parsed block (a record batch holds about this much text)."""
+
+_INT = r"^-?[0-9]{1,9}$"  # 9 digits always fit in 32 bits, 18 in 64
+_LONG = r"^-?[0-9]{1,18}$"
+_REAL = r"^[+-]?([0-9]{1,20}(\.[0-9]{0,20})?|\.[0-9]{1,20})([eE][+-]?[0-9]{1,2})?$"
+_DATE = r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+_TIME = r"[T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,6})?)?"
+_ZONED = rf"^{_DATE}{_TIME}(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+_NAIVE = rf"^{_DATE}({_TIME})?$"
+_FLOAT32_MAX = 3.4028234663852886e38
+_MIN_MICROS, _MAX_MICROS = -62135596800_000000, 253402300799_999999  # years 1 to 9999, UTC
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICROSECONDS = functools.partial(dt.timedelta, 0, 0)
+
+
+class Undecided(Exception):
+    """The input needs the reference reader: ``index`` is the first record (0-based)
+    that may be bad, or None when the file itself could not be parsed."""
+
+    def __init__(self, index: int | None) -> None:
+        super().__init__(index)
+        self.index = index
+
+
+def well_formed(path: str, kind: str) -> None:
+    """Raise :class:`Undecided` unless Python's ``csv`` (strict) reads the whole file;
+    a file without a quote character needs no check (pyarrow and ``csv`` agree on it)."""
+    with open(path, "rb") as raw:
+        quoted = any(b'"' in chunk for chunk in iter(lambda: raw.read(BLOCK), b""))
+    if not quoted:
+        return
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as text:
+            reader = csv.reader(text, dialect="excel" if kind == "csv" else "excel-tab", strict=True)
+            collections.deque(reader, maxlen=0)  # read through in C, keeping nothing
+    except (csv.Error, UnicodeDecodeError):
+        raise Undecided(None) from None
+
+
+def read_batches(spec: spi.TableSpec, path: str, kind: str) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The schema and the typed record batches of a well-formed CSV/TSV file (see
+    :func:`well_formed`); the columns are those of the header, typed as the spec says. Raises :class:`Undecided` when pyarrow cannot parse the file (and for
+    the first bad record while iterating)."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    read = pa_csv.ReadOptions(block_size=BLOCK, use_threads=False)
+    parse = pa_csv.ParseOptions(delimiter="," if kind == "csv" else "\t", newlines_in_values=True)
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as text:
+            header = next(csv.reader(text, dialect="excel" if kind == "csv" else "excel-tab"), [])
+        if len(set(header)) != len(header) or not set(spec.primary_key) <= set(header) <= set(spec.columns):
+            raise Undecided(None)  # no header, or a bad one: the reference reader says what is wrong
+        convert = pa_csv.ConvertOptions(
+            column_types=dict.fromkeys(header, pa.string()), strings_can_be_null=False, quoted_strings_can_be_null=False
+        )
+        reader = pa_csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert)
+    except (pa.ArrowException, UnicodeDecodeError):
+        raise Undecided(None) from None
+    schema = arrow_schema(spec, header)
+    return schema, _typed(spec, schema, reader)
+
+
+def _typed(spec: spi.TableSpec, schema: pa.Schema, reader: Any) -> Iterator[pa.RecordBatch]:
+    import pyarrow as pa
+
+    header = schema.names
+    start = 0
+    while True:
+        try:
+            texts = reader.read_next_batch()
+        except StopIteration:
+            return
+        except pa.ArrowException:
+            raise Undecided(None) from None
+        columns = []
+        first_bad: int | None = None
+        for name, column in zip(header, texts.columns):
+            typed, bad = typed_column(spec, name, column)
+            columns.append(typed)
+            if bad is not None and (first_bad is None or bad < first_bad):
+                first_bad = bad
+        if first_bad is not None:
+            raise Undecided(start + first_bad)
+        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+        start += texts.num_rows
+
+
+def typed_column(spec: spi.TableSpec, column: str, texts: pa.Array) -> tuple[pa.Array, int | None]:
+    """The CSV/TSV texts of ``column`` as typed values, and the position of the first
+    value ``parse_field`` refuses (None: all good; its value in the result is null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ftype = spec.type_of(column)
+    in_key = spec.is_key(column)
+    if ftype is FieldType.STRING:
+        limit = MAX_KEY_BYTES if in_key or spec.is_indexed(column) else MAX_VALUE_BYTES
+        odd = pc.or_(pc.greater(pc.binary_length(texts), limit), pc.match_substring(texts, "\x00"))
+        if in_key:
+            odd = pc.or_(odd, pc.equal(texts, ""))
+        return texts, _first(odd)
+    target = arrow_type(ftype)
+    typed, fast = _fast(ftype, texts, target)
+    # Empty texts are null (left so by _fast), except in a key column: parse_field says why not.
+    rest = pc.invert(fast) if in_key else pc.and_(pc.invert(fast), pc.not_equal(texts, ""))
+    if not pc.any(rest).as_py():
+        return typed, None
+    positions = pc.indices_nonzero(rest).to_pylist()
+    values = []
+    for position, text in zip(positions, texts.take(positions).to_pylist()):
+        try:
+            values.append(parse_field(spec, column, text))
+        except spi.KvError:
+            return typed, position
+    return pc.replace_with_mask(typed, rest, pa.array(values, type=target)), None
+
+
+def _fast(ftype: FieldType, texts: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    """``(typed, fast)``: the values of the texts typed in C where ``fast`` is true
+    (null elsewhere)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    null = pa.scalar(None, target)
+    if ftype is FieldType.BOOL:
+        lowered = pc.ascii_lower(texts)
+        true = pc.equal(lowered, "true")
+        fast = pc.or_(true, pc.equal(lowered, "false"))
+        return pc.if_else(fast, true, null), fast
+    if ftype is FieldType.BYTES:
+        return pa.nulls(len(texts), target), pa.repeat(False, len(texts))  # type: ignore[attr-defined]
+    try:
+        if ftype is FieldType.TIMESTAMP:
+            return _timestamps(texts, target)
+        if ftype in (FieldType.INT, FieldType.LONG):
+            fast = pc.match_substring_regex(texts, _INT if ftype is FieldType.INT else _LONG)
+            return pc.if_else(fast, pc.cast(pc.if_else(fast, texts, "0"), target), null), fast
+        fast = pc.match_substring_regex(texts, _REAL)
+        doubles = pc.add(pc.cast(pc.if_else(fast, texts, "0"), pa.float64()), 0.0)  # -0.0 + 0.0 is 0.0
+        if ftype is FieldType.FLOAT:
+            fast = pc.and_(fast, pc.less_equal(pc.abs(doubles), _FLOAT32_MAX))  # else parse_field says why
+            doubles = pc.cast(doubles, target, safe=False)  # rounds to nearest, as spi.types.to_float32
+        return pc.if_else(fast, doubles, null), fast
+    except pa.ArrowInvalid:  # a value of the right form but no meaning (2023-02-29): parse_field says why
+        return pa.nulls(len(texts), target), pa.repeat(False, len(texts))  # type: ignore[attr-defined]
+
+
+def _timestamps(texts: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    """Timestamps with a zone (``Z``, ``+05:30``) and without (UTC; a date is midnight)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    null = pa.scalar(None, target)
+    zoned = pc.match_substring_regex(texts, _ZONED)
+    naive = pc.match_substring_regex(texts, _NAIVE)
+    with_zone = pc.cast(pc.if_else(zoned, texts, "2000-01-01T00:00:00Z"), target)
+    without = pc.cast(pc.cast(pc.if_else(naive, texts, "2000-01-01"), pa.timestamp("us")), target)
+    fast = pc.or_(zoned, naive)
+    typed = pc.if_else(zoned, with_zone, pc.if_else(naive, without, null))
+    micros = pc.cast(typed, pa.int64())
+    in_range = pc.and_(pc.greater_equal(micros, _MIN_MICROS), pc.less_equal(micros, _MAX_MICROS))
+    fast = pc.and_(fast, pc.fill_null(in_range, False))
+    return pc.if_else(fast, typed, null), fast
+
+
+def _first(mask: pa.Array) -> int | None:
+    """The position of the first true value of ``mask``, or None."""
+    import pyarrow.compute as pc
+
+    if not pc.any(mask).as_py():
+        return None
+    return int(pc.indices_nonzero(mask)[0].as_py())
+
+
+def batch_columns(batch: pa.RecordBatch) -> list[list[Any]]:
+    """The columns of a typed record batch as lists of spi values (canonical:
+    timestamps are aware datetimes in ``datetime.UTC``, NaN is ``math.nan``), built in
+    C-level passes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns: list[list[Any]] = []
+    for column in batch.columns:
+        if pa.types.is_timestamp(column.type):  # pyarrow's own conversion is per value, in Python
+            micros = column.cast(pa.int64()).to_pylist()
+            if column.null_count:
+                columns.append([None if m is None else _EPOCH + _MICROSECONDS(m) for m in micros])
+            else:
+                columns.append(list(map(_EPOCH.__add__, map(_MICROSECONDS, micros))))
+        elif pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
+            columns.append([math.nan if v != v else v for v in column.to_pylist()])  # the one NaN of spi.types
+        else:
+            columns.append(column.to_pylist())
+    return columns
