@@ -1,0 +1,235 @@
+"""``put --file`` through the columnar reader (issue 23): CSV/TSV typed column by
+column in C must give exactly the values and errors of the row-by-row reference
+(:func:`spi.textvalues.parse_field`), errors must name the line a record starts on
+wherever it lies in the file, and complete rows reach the load as
+:class:`spi.load.ValidatedRows`."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_support import ORDERS_FIELDS, PROVIDER_KINDS, Kvctl, assert_one_error, provider_url
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import spi
+from spi.testing.requirements import need_module
+from spi.textvalues import parse_field
+
+pa = need_module("pyarrow")
+columnar = need_module("kvctl.columnar")
+
+SPEC = spi.TableSpec(
+    "t",
+    [
+        spi.Field("k", "string"),
+        spi.Field("i", "int"),
+        spi.Field("l", "long"),
+        spi.Field("f", "float"),
+        spi.Field("d", "double"),
+        spi.Field("b", "bool"),
+        spi.Field("ts", "timestamp"),
+        spi.Field("raw", "bytes"),
+        spi.Field("s", "string"),
+        spi.Field("ki", "long"),
+    ],
+    ["k", "ki"],
+)
+ODD_TEXTS = {
+    "i": ["", "0", "-0", "+7", " 7 ", "1_000", "433.0", "433.5", "2147483647", "2147483648", "999999999", "null", "x"],
+    "l": ["9223372036854775807", "9223372036854775808", "-9223372036854775808", "123456789012345678", "1e3", "NA"],
+    "f": ["1.5", "-0.0", "3.4028235e38", "3.5e38", "1e39", "nan", "inf", "-Infinity", ".5", "1.", "0.1", " 2 ", ""],
+    "d": ["1e308", "1e309", "-0", "1_0.5", "+.5e-3", "0x10", "1.7976931348623157e308", "NaN", "null", "4.9e-324"],
+    "b": ["true", "FALSE", "True", "yes", "1", "", "null", "tRuE", " true"],
+    "ts": [
+        "2024-05-01",
+        "2024-05-01T12:00:00Z",
+        "2024-05-01 12:00:00+05:30",
+        "2024-05-01T12:00",
+        "2023-02-29",
+        "2024-05-01T24:00:00Z",
+        "2024-05-01T23:59:60Z",
+        "0001-01-01T00:30:00+01:00",
+        "9999-12-31T23:59:59.999999Z",
+        "2024-05-01T12:00:00.1234567Z",
+        "2024-05-01t12:00:00z",
+        "20240501",
+        "2024-05-01T12",
+        " 2024-05-01",
+        "",
+    ],
+    "raw": ["aGk=", "aGk", "!!", "", "null"],
+    "s": ["", "null", "a\x00b", "é", "x" * 2000],
+    "k": ["", "a", "x" * 1025, "é" * 600],
+    "ki": ["", "1", "1.0", "-5"],
+}
+
+
+def reference(column: str, text: str) -> tuple[str, Any]:
+    """``parse_field``'s verdict: ("ok", value) or ("error", None)."""
+    try:
+        return "ok", parse_field(SPEC, column, text)
+    except spi.KvError:
+        return "error", None
+
+
+def columnar_verdicts(column: str, texts: list[str]) -> list[tuple[str, Any]]:
+    """The columnar reader's verdict on each text (one at a time, so every error shows)."""
+    out = []
+    for text in texts:
+        typed, bad = columnar.typed_column(SPEC, column, pa.array([text], pa.string()))
+        if bad is not None:
+            out.append(("error", None))
+        else:
+            (value,) = columnar.batch_columns(pa.record_batch([typed], names=[column]))[0]
+            out.append(("ok", value))
+    return out
+
+
+def same(a: tuple[str, Any], b: tuple[str, Any]) -> bool:
+    if a[0] != b[0]:
+        return False
+    x, y = a[1], b[1]
+    if isinstance(x, float) and math.isnan(x):
+        return isinstance(y, float) and math.isnan(y)
+    return type(x) is type(y) and x == y and (not isinstance(x, float) or math.copysign(1, x) == math.copysign(1, y))
+
+
+@pytest.mark.parametrize("column", list(ODD_TEXTS))
+def test_each_text_is_typed_as_parse_field_types_it(column: str) -> None:
+    texts = ODD_TEXTS[column]
+    for text, got in zip(texts, columnar_verdicts(column, texts)):
+        assert same(got, reference(column, text)), (column, text, got, reference(column, text))
+
+
+def test_a_column_of_mixed_forms_keeps_every_value_in_place() -> None:
+    texts = ["1", "433.0", "", " 7 ", "-12", "+3"]
+    typed, bad = columnar.typed_column(SPEC, "i", pa.array(texts))
+    assert bad is None
+    assert typed.to_pylist() == [1, 433, None, 7, -12, 3]
+    _, bad = columnar.typed_column(SPEC, "i", pa.array(["1", "2", "x", "y"]))
+    assert bad == 2
+
+
+NUMBERISH = st.text(alphabet="0123456789+-.eE _xn", max_size=12)
+TIMEISH = st.from_regex(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,7})?)?)?(Z|[+-][0-9]{2}:[0-9]{2})?",
+    fullmatch=True,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["i", "l", "f", "d"]), st.lists(NUMBERISH, min_size=1, max_size=8))
+def test_numbers_match_the_reference(column: str, texts: list[str]) -> None:
+    for text, got in zip(texts, columnar_verdicts(column, texts)):
+        assert same(got, reference(column, text)), (column, text, got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(TIMEISH, min_size=1, max_size=5))
+def test_timestamps_match_the_reference(texts: list[str]) -> None:
+    for text, got in zip(texts, columnar_verdicts("ts", texts)):
+        assert same(got, reference("ts", text)), (text, got)
+
+
+@pytest.fixture(params=PROVIDER_KINDS)
+def kv(request: pytest.FixtureRequest, tmp_path: Path) -> Kvctl:
+    runner = Kvctl(provider_url(request.param, tmp_path, request))
+    runner.ok("table", "create", "orders", *ORDERS_FIELDS)
+    return runner
+
+
+def scan(kv: Kvctl) -> dict[tuple[str, int], dict[str, Any]]:
+    return {
+        (r["region"], r["id"]): r for r in map(json.loads, kv.ok("scan", "orders", "--all", "-o", "ndjson").lines())
+    }
+
+
+def big_csv(n: int, bad_at: int | None = None) -> str:
+    """A CSV of ``n`` rows, some spanning two lines, over several parse blocks; row
+    ``bad_at`` (0-based) has a bad total."""
+    lines = ["region,id,status,total,ts"]
+    for i in range(n):
+        status = f'"two\nlines {i}"' if i % 7 == 0 else f"s{i % 5}"
+        total = "abc" if i == bad_at else f"{i}.5"
+        lines.append(f"r{i % 3},{i},{status},{total},2024-05-01T00:00:{i % 60:02d}Z")
+    return "\n".join(lines) + "\n"
+
+
+def line_of_row(text: str, index: int) -> int:
+    import csv
+    import io
+
+    reader = csv.reader(io.StringIO(text, newline=""))
+    next(reader)
+    start = reader.line_num + 1
+    for i, _ in enumerate(reader):
+        if i == index:
+            return start
+        start = reader.line_num + 1
+    raise AssertionError(index)
+
+
+def test_a_big_file_loads_and_a_bad_value_deep_in_it_names_its_line(kv: Kvctl, tmp_path: Path) -> None:
+    n = 60_000  # about 3 MB: several of the reader's 1 MB blocks
+    bad = big_csv(n, bad_at=n - 100)
+    (tmp_path / "bad.csv").write_text(bad)
+    res = kv("put", "orders", "--file", str(tmp_path / "bad.csv"))
+    assert_one_error(res, 2)
+    assert f"bad.csv line {line_of_row(bad, n - 100)}, column 'total'" in res.err
+    assert kv.ok("count", "orders").out == "0\n"
+    good = big_csv(n)
+    assert kv.ok("put", "orders", "--file", "-", "--format", "csv", input=good).out == f"{n}\n"
+    rows = scan(kv)
+    assert len(rows) == n
+    assert rows[("r1", 7)]["status"] == "two\nlines 7" and rows[("r2", 59_999)]["total"] == 59_999.5
+    assert rows[("r1", 61)]["ts"] == "2024-05-01T00:00:01+00:00"
+
+
+def test_partial_rows_merge_and_odd_files_behave_as_before(kv: Kvctl, tmp_path: Path) -> None:
+    kv.ok("put", "orders", '{"region": "eu", "id": 1, "status": "keep", "total": 1}')
+    (tmp_path / "p.tsv").write_text("\ufeffregion\tid\ttotal\neu\t1\t2.5\neu\t2\t\n")
+    assert kv.ok("put", "orders", "--file", str(tmp_path / "p.tsv")).out == "2\n"
+    rows = scan(kv)
+    assert rows[("eu", 1)]["status"] == "keep" and rows[("eu", 1)]["total"] == 2.5
+    assert rows[("eu", 2)]["total"] is None
+    for name, text in [("empty.csv", ""), ("header.csv", "region,id\n")]:
+        (tmp_path / name).write_text(text)
+        assert kv.ok("put", "orders", "--file", str(tmp_path / name)).out == "0\n"
+    (tmp_path / "latin.csv").write_bytes(b"region,id,status\neu,3,caf\xe9\n")
+    res = kv("put", "orders", "--file", str(tmp_path / "latin.csv"))
+    assert_one_error(res, 2)
+    assert "is not UTF-8 text" in res.err
+    (tmp_path / "short.csv").write_text("region,id,status\neu,3,a\n\neu,4\n")
+    res = kv("put", "orders", "--file", str(tmp_path / "short.csv"))
+    assert_one_error(res, 2)
+    assert "short.csv line 4: has 2 fields; the header has 3" in res.err
+    assert set(scan(kv)) == {("eu", 1), ("eu", 2)}
+
+
+def test_insert_of_a_taken_key_names_its_line(kv: Kvctl, tmp_path: Path) -> None:
+    kv.ok("put", "orders", '{"region": "eu", "id": 5}')
+    (tmp_path / "a.csv").write_text('region,id,status\neu,4,"x\ny"\neu,5,z\n')
+    res = kv("put", "orders", "--file", str(tmp_path / "a.csv"), "--mode", "insert", "--batch-size", "1")
+    assert_one_error(res, 1)
+    assert "a.csv line 4: " in res.err and "region=eu id=5" in res.err and "(1 row written" in res.err
+
+
+def test_validated_rows_are_validated_again_for_another_spec() -> None:
+    from spi.load import ValidatedRows
+
+    provider = spi.connect("memory://")
+    provider.admin.create(spi.TableSpec("v", [spi.Field("k", "long"), spi.Field("n", "int")], ["k"]))
+    table = provider.table("v")
+    same_spec = ValidatedRows(table.spec, [(1, 10), (2, 20)])
+    assert table.load(same_spec) == 2
+    assert [dict(r) for r in table.scan()] == [{"k": 1, "n": 10}, {"k": 2, "n": 20}]
+    other = spi.TableSpec("v", [spi.Field("k", "long"), spi.Field("n", "long")], ["k"])
+    with pytest.raises(spi.InvalidFieldError) as caught:
+        table.load(ValidatedRows(other, [(3, 1), (4, 2**40)]))
+    assert caught.value.row_index == 1 and caught.value.rows_written == 0
+    provider.close()
