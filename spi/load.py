@@ -57,7 +57,7 @@ class LoadPreparer:
     def take_validated(self, rows: Iterator[tuple[Any, ...]], n: int) -> list[Any]:
         """Up to ``n`` rows of a :class:`ValidatedRows` made for this preparer's spec
         (tuples), not validated again: here as the dicts :meth:`take` makes (a provider
-        may turn them straight into what its writer takes; :meth:`prepare` follows)."""
+        may keep them as they are for its :meth:`prepare` and :meth:`key_of`)."""
         return list(map(dict, map(zip, repeat(self.spec.columns), islice(rows, n))))
 
     def prepare(self, taken: list[Any]) -> Any:

@@ -96,6 +96,11 @@ class RowBatch:
         return self.rows if self.rows is not None else [self.row(i) for i in range(len(self.keys))]
 
 
+class _Validated(list[tuple[Any, ...]]):
+    """Rows of a :class:`spi.load.ValidatedRows`: tuples of every column in layout
+    order, validated already."""
+
+
 class KvLoadPreparer(LoadPreparer):
     """Batches for a table stored as ``row_prefix + key`` → ``msgpack([version,
     *values in columns order])``, with index entries ``prefix + encode_nullable(value)
@@ -145,8 +150,18 @@ class KvLoadPreparer(LoadPreparer):
             return list(islice(rows, n))
         return [row.copy() if type(row) is dict else _snapshot(row) for row in islice(rows, n)]
 
+    def take_validated(self, rows: Iterator[tuple[Any, ...]], n: int) -> list[Any]:
+        """Up to ``n`` rows of a :class:`spi.load.ValidatedRows`, kept as the tuples
+        they are (:meth:`prepare` encodes them without checking them again)."""
+        if self._names != self.spec.columns:
+            return super().take_validated(rows, n)
+        return _Validated(islice(rows, n))
+
     def prepare(self, taken: list[Any]) -> RowBatch:
-        """The batch, encoded when every row passes the batch checks."""
+        """The batch, encoded when every row passes the batch checks (or was validated
+        already: :meth:`take_validated`)."""
+        if type(taken) is _Validated:
+            return self._encoded(list(map(list, zip(*taken))))
         columns = self._validated_columns(taken)
         if columns is not None:
             try:
@@ -154,6 +169,12 @@ class KvLoadPreparer(LoadPreparer):
             except UnicodeEncodeError:
                 pass  # a lone surrogate the string checks did not see: the exact path reports it
         return self._validated_rows(taken)
+
+    def key_of(self, row: Any) -> tuple[Any, ...]:
+        """The key of a taken row (a dict, or a tuple of :meth:`take_validated`)."""
+        if type(row) is tuple:
+            return tuple(map(row.__getitem__, self._key_positions))
+        return key_of(self.spec, row)
 
     def _validated_columns(self, taken: list[Any]) -> list[list[Any]] | None:
         """The batch's values column by column (layout order), or None when some row
