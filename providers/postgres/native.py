@@ -24,7 +24,7 @@ from providers.postgres.schema import EXPIRES, VERSION, live
 from providers.postgres.session import PgSession
 from providers.postgres.sql import compile_where, range_condition
 from providers.postgres.statements import TableSql
-from providers.postgres.writes import DOUBLE_GUARD, WriteSql, write_sql
+from providers.postgres.writes import DOUBLE_GUARD, WriteSql, WriteStatement, write_sql
 from spi.filters import Expr
 from spi.keys import KeyLike, Range, key_of
 from spi.spec import TableSpec
@@ -47,11 +47,12 @@ class NativeWrites(TableBase):
     def _writes(self) -> WriteSql:
         return write_sql(self.spec, self._sql.table.schema or "", self._tx.dialect)
 
-    def _statement(self, text: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        """The statement's row (led by the catalog's fingerprint), or None when the
-        write matched nothing."""
-        first = self._tx.write(text, params, self._writes.fingerprint)
-        return None if first[1] is None else first
+    def _statement(self, statement: WriteStatement, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The statement's row (its first value the catalog's fingerprint, or ``true``
+        for a lean statement), or None when the write matched nothing (for a lean
+        statement: or the spec changed; the general path then answers)."""
+        first = self._tx.write(statement.text, params, self._writes.fingerprint if statement.checked else None)
+        return None if first is None or first[1] is None else first
 
     def _key_row(self, key: tuple[Any, ...], values: Mapping[str, Any]) -> dict[str, Any]:
         """A full row: ``key``, then ``values``, null elsewhere."""
@@ -81,7 +82,8 @@ class NativeWrites(TableBase):
         values = validate_row(self.spec, row)
         key = key_of(self.spec, values)
         found = self._merge(key, full_row(self.spec, values), tuple(values), self._lifetime(ttl), None)
-        assert found is not None  # an unconditional merge always writes
+        if found is None:  # the spec changed
+            return super().upsert(row, ttl=ttl)
         return int(found[1])
 
     def insert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:

@@ -52,10 +52,12 @@ class PgSession(Protocol):
     def fetch_row(self, sql: TableSql, key: tuple[Any, ...]) -> Stored | None:
         """The stored row with ``key``, or None."""
 
-    def write(self, text: str, params: Mapping[str, Any], fingerprint: str) -> tuple[Any, ...]:
+    def write(self, text: str, params: Mapping[str, Any], fingerprint: str | None) -> tuple[Any, ...] | None:
         """Run a single-statement write of :mod:`providers.postgres.writes`: its first row
-        (the catalog's fingerprint, then what the write returned, nulls when it matched
-        nothing); raises when the catalog no longer holds the spec with ``fingerprint``."""
+        (for a checked statement, ``fingerprint`` given: the catalog's fingerprint, then
+        what the write returned, nulls when it matched nothing, and it raises when the
+        catalog no longer holds that spec; for a lean one: ``true`` and what it
+        returned, or None when it wrote nothing)."""
 
     def server_micros(self) -> int:
         """Now on the server's clock, in microseconds since the epoch (expiry's clock)."""

@@ -89,9 +89,10 @@ class _OneStatement:
             return None
         return sql.stored(row[2:])
 
-    def write(self, text: str, params: Mapping[str, Any], fingerprint: str) -> tuple[Any, ...]:
-        """Run a single-statement write as its own transaction: its row; :class:`Fallback`
-        when it fails or the catalog no longer has this spec (it changed nothing)."""
+    def write(self, text: str, params: Mapping[str, Any], fingerprint: str | None) -> tuple[Any, ...] | None:
+        """Run a single-statement write as its own transaction: its row (None: a lean
+        statement wrote nothing); :class:`Fallback` when it fails or a checked
+        statement finds the catalog no longer has this spec (it changed nothing)."""
         db = self._db
         kept = db.take_autocommit()
         try:
@@ -107,6 +108,8 @@ class _OneStatement:
                 db.forget_table(params["kv_name"])
             raise Fallback from None
         db.give_back(kept)
+        if fingerprint is None:
+            return None if row is None else tuple(row)
         if row is None or row[0] != fingerprint:
             db.forget_table(params["kv_name"])
             raise Fallback

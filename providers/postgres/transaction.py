@@ -153,15 +153,18 @@ class PgTransaction(TransactionBase):
         row = self.execute(sql.get, sql.key_params(key)).first()
         return None if row is None else sql.stored(row)
 
-    def write(self, text: str, params: Mapping[str, Any], fingerprint: str) -> tuple[Any, ...]:
+    def write(self, text: str, params: Mapping[str, Any], fingerprint: str | None) -> tuple[Any, ...] | None:
         """Run a single-statement write (:mod:`providers.postgres.writes`) in this
-        transaction: its first row; :class:`ConflictError` when another transaction
+        transaction: its first row (None: a lean statement wrote nothing);
+        :class:`ConflictError` when a checked statement finds that another transaction
         changed the table's spec meanwhile (only a READ COMMITTED one can see that)."""
         if self.ended:
             raise KvError("this transaction has ended; open a new one")
         raw = self.driver_connection()
         with self.errors():
             row = raw.execute(text, params, prepare=True).fetchone()
+        if fingerprint is None:
+            return None if row is None else tuple(row)
         if row is None or row[0] != fingerprint:
             raise ConflictError(f"table {params['kv_name']!r} was changed by another transaction; retry")
         return tuple(row)

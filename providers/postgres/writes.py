@@ -1,32 +1,38 @@
 """Single-key writes as single statements: the SQL text of each, built once per spec.
 
-Every statement has the same frame: a CTE reads the table's catalog row, the write
-runs only when the catalog still holds the spec the statement was built from, and the
-result is one row per written row led by the catalog's fingerprint (no row at all when
-the table left the catalog; the fingerprint and nulls when the write matched nothing)::
+Every statement writes only while the catalog holds the spec it was built from (its
+fingerprint). Statements whose "matched nothing" is a normal answer (an insert over a
+live row, a failed swap, a delete of a missing row) are *checked*: a CTE reads the
+catalog row and the result is led by its fingerprint, so the caller tells a changed
+spec from a failed condition (no row at all when the table left the catalog; the
+fingerprint and nulls when the write matched nothing)::
 
     WITH kv_c AS (SELECT fingerprint FROM catalog WHERE name = %(kv_name)s),
          kv_w AS (<INSERT/UPDATE/DELETE ... AND (SELECT fingerprint FROM kv_c) = %(kv_fp)s
                    RETURNING ...>)
     SELECT kv_c.fingerprint, kv_w.* FROM kv_c LEFT JOIN kv_w ON true
 
-So an auto-commit write is one round trip that also notices a spec changed by another
-process. The version and expiry rules are SQL: a row whose ``kv_expires`` has passed
-(on the server's clock, ``statement_timestamp()``) counts as absent, so a write that
-meets it starts again at version 1 from the written values alone.
+The others (an upsert always writes; a failed ``version=`` condition is an error to
+explain anyway) are *lean*: the write itself with ``EXISTS (SELECT FROM catalog WHERE
+name = … AND fingerprint = …)`` in its condition, led by ``true``; no row means "ask
+the general path". Either way an auto-commit write is one round trip that also
+notices a spec changed by another process. The version and expiry rules are SQL: a
+row whose ``kv_expires`` has passed (on the server's clock, ``statement_timestamp()``)
+counts as absent, so a write that meets it starts again at version 1 from the written
+values alone.
 
 Parameters are named: ``kv_name``, ``kv_fp``, ``kv_ttl`` (the row's lifetime in
 microseconds, null: never expires), ``kv_version`` (a ``version=`` condition),
 ``kv_k{i}`` (key values), ``kv_v{i}`` (column ``i`` of the spec, in declaration
-order), ``kv_x`` (an increment's amount or a compare-and-swap's expected value),
-``kv_lo``/``kv_hi`` (an increment's range guard).
+order), ``kv_x`` (a compare-and-swap's expected value), ``kv_lo``/``kv_hi`` (an
+increment's range guard).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.engine import Dialect
 
@@ -57,6 +63,14 @@ DOUBLE_GUARD = 8.98846567431158e307
 general path)."""
 
 
+class WriteStatement(NamedTuple):
+    """A statement's SQL and whether its result is led by the catalog's fingerprint
+    (checked), else by ``true`` (lean: no row when it wrote nothing, whatever the reason)."""
+
+    text: str
+    checked: bool
+
+
 class WriteSql:
     """The single-statement writes of one spec on one schema."""
 
@@ -74,7 +88,7 @@ class WriteSql:
         )
         everything = ", ".join(f"kv_t.{self._names[c]}" for c in spec.columns)
         self._row = f"{everything}, kv_t.{VERSION}, kv_t.{EXPIRES}"
-        self._cache: dict[Any, str] = {}
+        self._cache: dict[Any, WriteStatement] = {}
 
     def _cast(self, column: str) -> str:
         return CASTS[self.spec.type_of(column)]
@@ -82,22 +96,33 @@ class WriteSql:
     def _value(self, column: str) -> str:
         return f"%({self._params[column]})s::{self._cast(column)}"
 
-    def _frame(self, write: str) -> str:
-        return (
+    def _frame(self, write: str, checked: bool) -> WriteStatement:
+        if not checked:
+            return WriteStatement(write, False)
+        text = (
             f"WITH kv_c AS (SELECT fingerprint FROM {self._catalog} WHERE name = %(kv_name)s),"
             f" kv_w AS ({write}) SELECT kv_c.fingerprint, kv_w.* FROM kv_c LEFT JOIN kv_w ON true"
         )
+        return WriteStatement(text, True)
 
-    def _returning(self, first: str, rows: bool) -> str:
-        """``RETURNING first`` and, for a change feed's events, the whole row as written."""
+    def _spec_holds(self, checked: bool) -> str:
+        """The condition that the catalog still holds the spec."""
+        if checked:
+            return "(SELECT fingerprint FROM kv_c) = %(kv_fp)s"
+        return f"EXISTS (SELECT FROM {self._catalog} WHERE name = %(kv_name)s AND fingerprint = %(kv_fp)s)"
+
+    def _returning(self, first: str, rows: bool, checked: bool) -> str:
+        """``RETURNING first`` (after ``true`` when lean) and, for a change feed's events,
+        the whole row as written."""
+        first = first if checked else f"true, {first}"
         return f" RETURNING {first}, {self._row}" if rows else f" RETURNING {first}"
 
-    def merge(self, changed: Collection[str], rows: bool, when: str | None = None) -> str:
+    def merge(self, changed: Collection[str], rows: bool, when: str | None = None) -> WriteStatement:
         """Insert a full row (``kv_v*``: every column), or on a live row set only the
         ``changed`` columns (the rest keep their values; over an expired row they take
         the inserted ones); ``when``: a further condition on the stored live row
-        (the write does nothing when it fails). Returns the version, whether the row
-        was new (not over an expired one), [the row]."""
+        (the write does nothing when it fails; checked, else lean). Returns the
+        version, whether the row was new (not over an expired one), [the row]."""
         cache_key = ("merge", changed, rows, when)
         text = self._cache.get(cache_key)
         if text is None:
@@ -113,26 +138,27 @@ class WriteSql:
             ]
             sets.append(f"{VERSION} = CASE WHEN {LIVE} THEN kv_t.{VERSION} + 1 ELSE 1 END")
             sets.append(f"{EXPIRES} = EXCLUDED.{EXPIRES}")
-            condition = "" if when is None else f" WHERE NOT {LIVE} OR ({when})"
+            checked = when is not None
+            condition = f" WHERE NOT {LIVE} OR ({when})" if checked else ""
             write = (
                 f"INSERT INTO {self._table} AS kv_t ({columns}, {VERSION}, {EXPIRES})"
-                f" SELECT {values}, 1, {EXPIRY} WHERE (SELECT fingerprint FROM kv_c) = %(kv_fp)s"
+                f" SELECT {values}, 1, {EXPIRY} WHERE {self._spec_holds(checked)}"
                 f" ON CONFLICT ({', '.join(self._keys)}) DO UPDATE SET {', '.join(sets)}{condition}"
-                + self._returning(f"kv_t.{VERSION}, kv_t.xmax = 0", rows)
+                + self._returning(f"kv_t.{VERSION}, kv_t.xmax = 0", rows, checked)
             )
-            text = self._cache[cache_key] = self._frame(write)
+            text = self._cache[cache_key] = self._frame(write, checked)
         return text
 
-    def insert(self, rows: bool) -> str:
+    def insert(self, rows: bool) -> WriteStatement:
         """Insert a full row; over an expired row, replace it at version 1; a live row
         stops it (no row returned)."""
         return self.merge(self.spec.columns, rows, when="false")
 
-    def increment(self, column: str, rows: bool) -> str:
-        """Add ``kv_x`` to ``column`` of the live row (null counts as 0) when its value
-        is within ``kv_lo``..``kv_hi`` (doubles: below :data:`DOUBLE_GUARD` in magnitude),
-        else insert the row with ``kv_v*`` (the amount in ``column``). Returns the
-        version, whether new, the new value, [the row]."""
+    def increment(self, column: str, rows: bool) -> WriteStatement:
+        """Add the amount (``column``'s ``kv_v*``) to ``column`` of the live row (null
+        counts as 0) when its value is within ``kv_lo``..``kv_hi`` (doubles: below
+        :data:`DOUBLE_GUARD` in magnitude), else insert the row with ``kv_v*`` (lean).
+        Returns the version, whether new, the new value, [the row]."""
         cache_key = ("increment", column, rows)
         text = self._cache.get(cache_key)
         if text is None:
@@ -154,17 +180,20 @@ class WriteSql:
             sets.append(f"{EXPIRES} = EXCLUDED.{EXPIRES}")
             write = (
                 f"INSERT INTO {self._table} AS kv_t ({columns}, {VERSION}, {EXPIRES})"
-                f" SELECT {values}, 1, {EXPIRY} WHERE (SELECT fingerprint FROM kv_c) = %(kv_fp)s"
+                f" SELECT {values}, 1, {EXPIRY} WHERE {self._spec_holds(False)}"
                 f" ON CONFLICT ({', '.join(self._keys)}) DO UPDATE SET {', '.join(sets)}"
-                f" WHERE NOT {LIVE} OR {guard}" + self._returning(f"kv_t.{VERSION}, kv_t.xmax = 0, kv_t.{name}", rows)
+                f" WHERE NOT {LIVE} OR {guard}"
+                + self._returning(f"kv_t.{VERSION}, kv_t.xmax = 0, kv_t.{name}", rows, False)
             )
-            text = self._cache[cache_key] = self._frame(write)
+            text = self._cache[cache_key] = self._frame(write, False)
         return text
 
-    def update(self, changed: tuple[str, ...], rows: bool, *, versioned: bool, expected: str | None = None) -> str:
+    def update(
+        self, changed: tuple[str, ...], rows: bool, *, versioned: bool, expected: str | None = None
+    ) -> WriteStatement:
         """Set the ``changed`` columns of the live row (``versioned``: at version
-        ``kv_version``; ``expected``: whose column holds ``kv_x``). Returns the version,
-        false, [the row]; nothing when no such row."""
+        ``kv_version``; ``expected``: whose column holds ``kv_x``, checked; else lean).
+        Returns the version, false, [the row]; nothing when no such row."""
         cache_key = ("update", changed, rows, versioned, expected)
         text = self._cache.get(cache_key)
         if text is None:
@@ -172,27 +201,29 @@ class WriteSql:
             sets = [f"{names[c]} = {self._value(c)}" for c in changed]
             sets.append(f"{VERSION} = kv_t.{VERSION} + 1")
             sets.append(f"{EXPIRES} = {EXPIRY}")
-            conditions = [self._key_match, LIVE, "(SELECT fingerprint FROM kv_c) = %(kv_fp)s"]
+            checked = expected is not None
+            conditions = [self._key_match, LIVE, self._spec_holds(checked)]
             if versioned:
                 conditions.append(f"kv_t.{VERSION} = %(kv_version)s::int8")
             if expected is not None:
                 conditions.append(f"kv_t.{names[expected]} = %(kv_x)s::{self._cast(expected)}")
             write = f"UPDATE {self._table} AS kv_t SET {', '.join(sets)} WHERE {' AND '.join(conditions)}"
-            write += self._returning(f"kv_t.{VERSION}, false", rows)
-            text = self._cache[cache_key] = self._frame(write)
+            write += self._returning(f"kv_t.{VERSION}, false", rows, checked)
+            text = self._cache[cache_key] = self._frame(write, checked)
         return text
 
-    def delete(self, *, versioned: bool) -> str:
-        """Delete the row (``versioned``: only a live one at version ``kv_version``).
-        Returns whether it was live; nothing when there was none."""
+    def delete(self, *, versioned: bool) -> WriteStatement:
+        """Delete the row (``versioned``: only a live one at version ``kv_version``,
+        lean; else checked). Returns whether it was live; nothing when there was none."""
         cache_key = ("delete", versioned)
         text = self._cache.get(cache_key)
         if text is None:
-            conditions = [self._key_match, "(SELECT fingerprint FROM kv_c) = %(kv_fp)s"]
+            conditions = [self._key_match, self._spec_holds(not versioned)]
             if versioned:
                 conditions += [LIVE, f"kv_t.{VERSION} = %(kv_version)s::int8"]
-            write = f"DELETE FROM {self._table} AS kv_t WHERE {' AND '.join(conditions)} RETURNING {LIVE}"
-            text = self._cache[cache_key] = self._frame(write)
+            write = f"DELETE FROM {self._table} AS kv_t WHERE {' AND '.join(conditions)}"
+            write += f" RETURNING {LIVE}" if not versioned else f" RETURNING true, {LIVE}"
+            text = self._cache[cache_key] = self._frame(write, not versioned)
         return text
 
     def param_of(self, column: str) -> str:
@@ -224,4 +255,4 @@ def write_sql(spec: TableSpec, schema: str, dialect: Dialect) -> WriteSql:
     return WriteSql(spec, schema, dialect)
 
 
-__all__ = ["WriteSql", "write_sql"]
+__all__ = ["WriteSql", "WriteStatement", "write_sql"]
