@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from itertools import chain, islice
 from typing import Any
 
-from providers.rocksdb.handle import PathHandle, driver_error, handle_for
+from providers.rocksdb.handle import driver_error, handle_for
 from providers.rocksdb.url import RocksUrl, parse_url
 from spi.capabilities import Capability
 from spi.errors import KvError, ProviderUnavailableError, UrlError
@@ -24,12 +24,12 @@ class _RocksSession(StoreSession):
     every iterator even if a scan generator is still referenced somewhere.
     """
 
-    __slots__ = ("_boxes", "_db", "_handle", "_write_options")
+    __slots__ = ("_boxes", "_db", "_handle", "_store")
 
-    def __init__(self, handle: PathHandle, db: Any, write_options: Any) -> None:
-        self._handle = handle
+    def __init__(self, store: RocksStore, db: Any) -> None:
+        self._store = store
+        self._handle = store.handle
         self._db = db
-        self._write_options = write_options
         self._boxes: dict[int, list[Any]] | None = None  # made by the first scan: most one-off reads never scan
 
     def get(self, key: bytes) -> bytes | None:
@@ -117,7 +117,7 @@ class _RocksSession(StoreSession):
                 self._boxes.pop(id(box), None)
 
     def commit(self, range_deletes: list[tuple[bytes, bytes]], keys: list[bytes], values: list[bytes | None]) -> None:
-        db, options = self._db, self._write_options
+        db, options = self._db, self._store.write_options
         try:
             if len(keys) == 1 and not range_deletes:  # one write is atomic by itself: no batch to build
                 if values[0] is None:
@@ -125,9 +125,7 @@ class _RocksSession(StoreSession):
                 else:
                     db.put(keys[0], values[0], options)
             else:
-                from rocksdict import WriteBatch
-
-                batch = WriteBatch(raw_mode=True)
+                batch = self._store.batch_type(raw_mode=True)
                 for lo, hi in range_deletes:
                     batch.delete_range(lo, hi)
                 put, delete = batch.put, batch.delete
@@ -170,40 +168,46 @@ class RocksStore(OrderedStore):
 
     def __init__(self, options: RocksUrl) -> None:
         self.options = options
-        self._handle = handle_for(options.path)
-        self._write_options: Any = None  # made by the first session (rocksdict is imported when used)
+        self.handle = handle_for(options.path)
+        self.write_options: Any = None
+        """The options of every commit (made with the first session: rocksdict is
+        imported when first used)."""
+        self.batch_type: Any = None
+        """``rocksdict.WriteBatch``."""
 
     def session(self, read_only: bool = False) -> StoreSession:
-        db = self._handle.acquire(self.options.busy_timeout, read_only)
-        return _RocksSession(self._handle, db, self._write_options or self._make_write_options())
+        db = self.handle.acquire(self.options.busy_timeout, read_only)
+        if self.write_options is None:
+            self._prepare()
+        return _RocksSession(self, db)
 
     def brief_session(self) -> StoreSession:
-        db = self._handle.acquire(self.options.busy_timeout, True, brief=True)  # a watcher only reads
-        return _RocksSession(self._handle, db, self._write_options or self._make_write_options())
+        db = self.handle.acquire(self.options.busy_timeout, True, brief=True)  # a watcher only reads
+        if self.write_options is None:
+            self._prepare()
+        return _RocksSession(self, db)
 
-    def _make_write_options(self) -> Any:
-        """The options of every commit (made once: they never change)."""
+    def _prepare(self) -> None:
         import rocksdict
 
         options = rocksdict.WriteOptions()
         options.sync = self.options.sync
-        self._write_options = options
-        return options
+        self.batch_type, self.write_options = rocksdict.WriteBatch, options
 
     def peek_generation(self) -> int | None:
-        return self._handle.generation
+        return self.handle.generation
 
     def get_if_idle(self, generation: int, key: bytes) -> bytes | Stale | None:
-        return self._handle.get_if_idle(generation, key)
+        return self.handle.get_if_idle(generation, key)
 
     def close(self) -> None:
-        self._handle.close_if_idle()
+        self.handle.close_if_idle()
 
     def change_marker(self) -> Any:
-        return self._handle.revision_marker()
+        return self.handle.revision_marker()
 
     def wait_for_change(self, marker: Any, timeout: float) -> None:
-        self._handle.wait_for_announcement(marker, timeout)
+        self.handle.wait_for_announcement(marker, timeout)
 
 
 class RocksDBProvider(KvProvider):

@@ -33,13 +33,15 @@ class StoredPage(NamedTuple):
 class KvTable(TableBase):
     """One table in one transaction of the ordered-store engine."""
 
+    # Defaults a one-off call mostly keeps (set here, not per handle).
+    _scanner_made: Scanner | None = None
+    _last_key: tuple[Any, ...] | None = None
+    _last_encoded = b""
+
     def __init__(self, buffer: WriteBuffer, layout: Layout) -> None:
         super().__init__(layout.spec)
         self._buffer = buffer
         self._layout = layout
-        self._scanner_made: Scanner | None = None
-        self._last_key: tuple[Any, ...] | None = None
-        self._last_encoded = b""
         # The transaction's change-feed events, for a change-fed table only: a table
         # without a feed pays one test per write.
         self._events = buffer.events if layout.spec.changes else None
