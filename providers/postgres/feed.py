@@ -23,8 +23,7 @@ import datetime as dt
 import functools
 import struct
 from collections.abc import Iterable, Iterator, Sequence
-from functools import partial
-from itertools import chain, repeat
+from itertools import chain, repeat, starmap
 from operator import itemgetter
 from typing import Any, cast
 
@@ -34,7 +33,7 @@ from sqlalchemy.dialects import postgresql as pg
 
 from providers.postgres.schema import derived_name, qualified, quoted
 from providers.postgres.session import PgSession
-from spi.codec import encode_key, encode_value, key_encoder
+from spi.codec import encode_key, key_encoder, value_encoder
 from spi.spec import TableSpec
 
 CHANGES = "kv_changes"
@@ -100,14 +99,22 @@ def put_events(spec: TableSpec, keys: list[Any], rows: list[Sequence[Any]]) -> l
     """The events of writes that left ``rows`` (validated values of every column in spec
     order, then the version) under ``keys`` (a value each for a one-column key, else
     tuples): a batch's events in a few C-level passes."""
-    names = spec.columns
+    n = len(spec.columns)
     if len(spec.primary_key) == 1:
-        encoded = list(map(partial(encode_value, spec.key_types[0]), keys))
+        encoded = list(map(value_encoder(spec.key_types[0]), keys))
     else:
         encoded = list(map(key_encoder(spec.key_types), keys))
-    packed = map(_pack, map(dict, map(zip, repeat(names), rows)))
-    versions = map(itemgetter(len(names)), rows)
+    packed = map(_pack, starmap(_row_struct(spec.columns), map(itemgetter(slice(0, n)), rows)))
+    versions = map(itemgetter(n), rows)
     return list(zip(repeat(spec.name), repeat(OP_PUT), encoded, packed, versions))
+
+
+@functools.lru_cache(maxsize=64)
+def _row_struct(columns: tuple[str, ...]) -> type[msgspec.Struct]:
+    """A struct that packs exactly as the dict ``{column: value}`` does (fields renamed
+    to the column names, which need not be identifiers), built twice as fast."""
+    fields = [f"f{i}" for i in range(len(columns))]
+    return msgspec.defstruct("PackedRow", fields, rename=dict(zip(fields, columns)), gc=False)
 
 
 def delete_event(spec: TableSpec, key: tuple[Any, ...], op: int = OP_DELETE) -> Event:
@@ -180,7 +187,8 @@ def _binary_copy(number: int, now: dt.datetime, events: list[Event]) -> bytes:
         map(_VERSION, repeat(8), versions) if None not in versions else map(_nullable_version, versions),
         repeat(struct.pack(">iq", 8, micros)),
     )
-    return b"".join(chain((_COPY_SIGNATURE,), chain.from_iterable(zip(*fields)), (_COPY_END,)))
+    # A join per row then one of the rows: twice as fast as one join of every field.
+    return b"".join(chain((_COPY_SIGNATURE,), map(b"".join, zip(*fields)), (_COPY_END,)))
 
 
 _VERSION = struct.Struct(">iq").pack
