@@ -1,0 +1,202 @@
+"""Auto-commit writes of the ordered-store engine: each call one store session and one
+atomic commit (spi/kv/autocommit.py), on the memory store and on real RocksDB files."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import spi
+from providers.memory.provider import MemoryProvider, MemoryStore, _MemorySession
+from providers.rocksdb.handle import LOCK_NAME
+from spi.errors import RowExistsError, RowNotFoundError, VersionMismatchError
+from spi.kv import StoreSession
+from spi.kv.layout import EVENTS, REVISION
+
+ROOT = Path(__file__).resolve().parents[1]
+FIELDS = [spi.Field("k", "string"), spi.Field("n", "long"), spi.Field("tag", "string")]
+FED = spi.TableSpec("fed", FIELDS, ["k"], indexes=["tag"], changes=True)
+PLAIN = spi.TableSpec("plain", FIELDS, ["k"])
+
+
+class _RecordingSession(_MemorySession):
+    """A memory session that remembers every batch it commits."""
+
+    def __init__(self, store: RecordingStore) -> None:
+        super().__init__(store)
+        self._recorder = store
+
+    def commit(self, range_deletes: list[tuple[bytes, bytes]], keys: list[bytes], values: list[bytes | None]) -> None:
+        self._recorder.batches.append(list(keys))
+        super().commit(range_deletes, keys, values)
+
+
+class RecordingStore(MemoryStore):
+    """The memory store, recording the keys of each commit."""
+
+    def __init__(self) -> None:
+        super().__init__(busy_timeout=5.0)
+        self.batches: list[list[bytes]] = []
+
+    def session(self, read_only: bool = False) -> StoreSession:
+        self.lock.acquire(5.0)
+        return _RecordingSession(self)
+
+
+@pytest.fixture
+def recorded() -> Iterator[tuple[MemoryProvider, RecordingStore]]:
+    store = RecordingStore()
+    p = MemoryProvider("memory://", store)
+    p.admin.create(FED)
+    yield p, store
+    p.close()
+
+
+WRITES: list[tuple[str, Callable[[Any], object]]] = [
+    ("upsert", lambda t: t.upsert({"k": "a", "n": 5, "tag": "x"})),
+    ("insert", lambda t: t.insert({"k": "b", "n": 1}, ttl=60)),
+    ("replace", lambda t: t.replace({"k": "a", "n": 6, "tag": "y"}, version=1)),
+    ("update", lambda t: t.update(("c",), {"n": 2}, default={"tag": "z"})),
+    ("increment", lambda t: t.increment(("a",), "n", 3)),
+    ("compare_and_swap", lambda t: t.compare_and_swap(("a",), "tag", "y", "w")),
+    ("delete", lambda t: t.delete(("b",), version=1)),
+]
+
+
+def test_each_write_to_a_fed_table_commits_row_event_and_revision_once(
+    recorded: tuple[MemoryProvider, RecordingStore],
+) -> None:
+    p, store = recorded
+    t = p.table("fed")
+    for i, (name, write) in enumerate(WRITES, start=1):
+        store.batches.clear()
+        write(t)
+        assert len(store.batches) == 1, name  # one session, one commit
+        keys = store.batches[0]
+        assert REVISION in keys, name
+        assert any(k.startswith(EVENTS) for k in keys), name
+        assert any(k.startswith(b"\x01") for k in keys), name  # the row (or its removal) too
+        assert p.revision() == i, name
+    ops = [c.op for c in p.changes("fed")]
+    assert ops == ["put", "put", "put", "put", "put", "put", "delete"]
+    row = t.read(("a",))
+    assert row is not None and (row["n"], row["tag"], row.version) == (9, "w", 4)
+    assert t.count(where=spi.col("tag") == "w") == 1  # the index entry moved with the row
+    assert p.admin.verify("fed") == []
+
+
+def test_a_refused_write_commits_nothing_and_ends_its_session(
+    recorded: tuple[MemoryProvider, RecordingStore],
+) -> None:
+    p, store = recorded
+    t = p.table("fed")
+    t.upsert({"k": "a", "n": 1})
+    store.batches.clear()
+    with pytest.raises(RowExistsError):
+        t.insert({"k": "a"})
+    with pytest.raises(VersionMismatchError):
+        t.update(("a",), {"n": 2}, version=7)
+    with pytest.raises(RowNotFoundError):
+        t.update(("zz",), {"n": 2})
+    assert t.compare_and_swap(("a",), "n", 99, 3) is False
+    assert t.delete(("zz",)) is False
+    assert all(REVISION not in keys for keys in store.batches)  # no event, no revision taken
+    assert p.revision() == 1
+    with p.transaction() as tx:  # the sessions were released: this thread may open another
+        assert tx.table("fed").read(("a",))["n"] == 1  # type: ignore[index]
+
+
+def _locked(path: Path) -> bool:
+    """True while some open file description holds the database's kvctl lock."""
+    fd = os.open(path / LOCK_NAME, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def test_rocksdb_closes_again_when_idle_after_auto_commit_writes(tmp_path: Path) -> None:
+    with spi.connect(f"rocksdb://{tmp_path}/db") as p:
+        p.admin.create(FED)
+        t = p.table("fed")
+        t.upsert({"k": "a", "n": 1})
+        t.increment(("a",), "n")
+        assert _locked(tmp_path / "db")  # open while busy (and a moment after)
+        deadline = time.monotonic() + 10
+        while _locked(tmp_path / "db") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _locked(tmp_path / "db")
+        assert t.read(("a",))["n"] == 2  # type: ignore[index]
+        assert [c.op for c in p.changes("fed")] == ["put", "put"]
+
+
+def test_rocksdb_auto_commit_increment_waits_for_another_process_transaction(tmp_path: Path) -> None:
+    """The increment reads only after the other process's read-modify-write committed,
+    so neither update is lost (serializable), and both events are recorded in order."""
+    url = f"rocksdb://{tmp_path}/db"
+    with spi.connect(url) as p:
+        p.admin.create(FED)
+        p.table("fed").upsert({"k": "a", "n": 1})
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+                import time, spi
+                p = spi.connect({url!r})
+                with p.transaction() as tx:
+                    t = tx.table("fed")
+                    n = t.read(("a",))["n"]
+                    print("holding", flush=True)
+                    time.sleep(0.5)
+                    t.upsert({{"k": "a", "n": n + 100}})
+                p.close()
+            """),
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line.strip() == "holding", child.stderr.read() if child.stderr else ""
+        with spi.connect(url) as p:
+            assert p.table("fed").increment(("a",), "n", 1) == 102
+            assert [c.row["n"] for c in p.changes("fed") if c.row is not None] == [1, 101, 102]
+    finally:
+        assert child.wait(timeout=30) == 0, child.stderr.read() if child.stderr else ""
+
+
+def test_rocksdb_auto_commit_writes_keep_versions_expiry_and_indexes(tmp_path: Path) -> None:
+    with spi.connect(f"rocksdb://{tmp_path}/db") as p:
+        p.admin.create(FED)
+        p.admin.create(PLAIN)
+        for name in ("fed", "plain"):
+            t = p.table(name)
+            for _, write in WRITES:
+                write(t)
+            assert t.read(("b",)) is None
+            made = t.read(("c",))
+            assert made is not None and made["tag"] == "z"
+            assert t.count() == 2
+            assert p.admin.verify(name) == []
+        assert p.table("plain").update(("a",), {"n": 0}, ttl=0.05) == 5
+        time.sleep(0.1)
+        assert p.table("plain").read(("a",)) is None
+        assert p.table("plain").upsert({"k": "a"}) == 1  # an expired row counts as absent
+        assert p.admin.verify("plain") == []
