@@ -137,3 +137,42 @@ def test_watches_in_short_calls_reuse_one_listening_connection(pg_factory: Calla
     p.table("w").upsert({"k": 2})
     assert [e.key for e in p.watch("w", since=1, timeout=0.2)] == [{"k": 2}]
     assert sessions() - before <= 2  # the two sessions() calls themselves
+
+
+def test_a_loads_events_are_stored_as_runs_and_read_one_by_one(pg_factory: Callable[..., Any], pg_server: Any) -> None:
+    """A batch copied straight in is stored as runs of puts (a few rows, not one per
+    event); reading splits them: limits and chunks cut inside a run, key and prefix
+    filters look inside, a watch resumes in the middle of one."""
+    from providers.postgres.feed import RUN
+
+    p = pg_factory()
+    p.admin.create(SPEC)
+    rows = [{"id": i, "g": i % 7, "f": 0.5, "ts": None} for i in range(2 * RUN + 500)]
+    p.table("t").load(rows, batch_size=len(rows))
+    with psycopg.connect(pg_server.dsn) as conn:
+        stored = conn.execute(f'SELECT seq, op FROM "{p.schema}".kv_changes ORDER BY seq').fetchall()
+    assert stored == [(RUN, 4), (2 * RUN, 4), (2 * RUN + 500, 4)]
+    events = list(p.changes("t"))
+    assert [e.key["id"] for e in events] == list(range(len(rows)))
+    assert all(e.op == "put" and e.revision == 1 and e.version == 1 for e in events)
+    assert events[1234].row == rows[1234]
+    assert [e.key["id"] for e in p.changes("t", limit=RUN + 7)] == list(range(RUN + 7))
+    assert [e.row for e in p.changes("t", key=(RUN + 3,))] == [rows[RUN + 3]]
+    p.table("t").upsert({"id": 5, "g": 99})
+    assert [(e.revision, e.row["g"]) for e in p.changes("t", key=(5,))] == [(1, 5), (2, 99)]
+    watched = []
+    for change in p.watch("t", since=0, timeout=10):
+        watched.append(change.key["id"])
+        if len(watched) == len(rows) + 1:
+            break
+    assert watched == [*range(len(rows)), 5]
+    _feed_matches_table(p)
+
+
+def test_a_prefix_filter_looks_inside_runs(pg_factory: Callable[..., Any]) -> None:
+    p = pg_factory()
+    spec = spi.TableSpec("r", [spi.Field("region", "string"), spi.Field("id", "long")], ["region", "id"], changes=True)
+    p.admin.create(spec)
+    p.table("r").load([{"region": region, "id": i} for region in ("eu", "eu-west", "us") for i in range(5)])
+    assert [(e.key["region"], e.key["id"]) for e in p.changes("r", prefix=("eu",))] == [("eu", i) for i in range(5)]
+    assert [e.key["id"] for e in p.changes("r", key=("us", 3))] == [3]

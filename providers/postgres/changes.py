@@ -10,13 +10,13 @@ own, and reads again when notified, or every second in any case.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import sqlalchemy as sa
 
 from providers.postgres.database import PgDatabase
-from providers.postgres.feed import OP_DROP, channel, feed_tables
+from providers.postgres.feed import OP_DROP, OP_PUT, OP_PUTS, channel, feed_tables
 from providers.postgres.transaction import PgTransaction, begin
 from spi.changes import (
     OPS,
@@ -111,24 +111,29 @@ class _Reader:
                 .order_by(c.revision, c.seq)
                 .limit(n)
             )
+            wanted: tuple[bytes, bool] | None = None
             if self._key is not None or self._prefix is not None:
                 (spec,) = specs.values()
-                wanted, exact = key_filter(spec, self._key, self._prefix)  # type: ignore[misc]
-                following = prefix_successor(wanted)
-                if exact:
-                    on_key = c.key == wanted
+                wanted = key_filter(spec, self._key, self._prefix)  # type: ignore[assignment]
+                assert wanted is not None
+                following = prefix_successor(wanted[0])
+                if wanted[1]:
+                    on_key = c.key == wanted[0]
                 else:
-                    on_key = sa.and_(c.key >= wanted, *([c.key < following] if following is not None else []))
-                stmt = stmt.where(sa.or_(on_key, c.op == OP_DROP))  # a drop ends a keyed watch too
+                    on_key = sa.and_(c.key >= wanted[0], *([c.key < following] if following is not None else []))
+                # A drop ends a keyed watch too; a run's keys are filtered as it is read.
+                stmt = stmt.where(sa.or_(on_key, c.op.in_([OP_DROP, OP_PUTS])))
             rows = tx.execute(stmt).fetchall() if specs else []
-        out = []
-        for revision, seq, table, op, key, row, version, when in rows:
+        out: list[Change] = []
+        for revision, seq, change in _events(rows, specs, wanted, self._after):
+            if len(out) == n:
+                return out, True  # the position stays after the last event returned
             self._after, self._done = (revision, seq), revision - 1
-            if op == OP_DROP:
+            if isinstance(change, _Dropped):
                 if self._watching:
-                    raise TableNotFoundError(f"table {table!r} was dropped")
-                continue
-            out.append(_change(specs[table], revision, op, bytes(key), row, version, when))
+                    raise TableNotFoundError(f"table {change.table!r} was dropped")
+            elif change is not None:
+                out.append(change)
         if len(rows) == n:
             return out, True
         self._done = max(self._done, last)
@@ -136,12 +141,41 @@ class _Reader:
         return out, False
 
 
-def _change(spec: TableSpec, revision: int, op: int, key: bytes, row: Any, version: Any, when: Any) -> Change:
+class _Dropped(NamedTuple):
+    """A dropped table's marker in the feed."""
+
+    table: str
+
+
+def _events(
+    rows: Sequence[Any], specs: dict[str, TableSpec], wanted: tuple[bytes, bool] | None, after: tuple[int, int]
+) -> Iterator[tuple[int, int, Change | _Dropped | None]]:
+    """The events of fetched rows with their positions, a run's one by one from the
+    first after ``after`` (None where a run's key is filtered out)."""
+    for revision, seq, table, op, key, row, version, when in rows:
+        if op == OP_DROP:
+            yield revision, seq, _Dropped(table)
+        elif op != OP_PUTS:
+            yield (
+                revision,
+                seq,
+                _change(specs[table], revision, op, bytes(key), _unpack(bytes(row)) if row else None, version, when),
+            )
+        else:
+            puts = _unpack(bytes(row))
+            first = seq - len(puts) + 1
+            for at, (put_key, values, put_version) in enumerate(puts, first):
+                if (revision, at) <= after:
+                    continue
+                if wanted is not None and not (put_key == wanted[0] if wanted[1] else put_key.startswith(wanted[0])):
+                    yield revision, at, None
+                else:
+                    yield revision, at, _change(specs[table], revision, OP_PUT, put_key, values, put_version, when)
+
+
+def _change(spec: TableSpec, revision: int, op: int, key: bytes, stored: Any, version: Any, when: Any) -> Change:
     keys = dict(zip(spec.primary_key, decode_key(spec.key_types, key)[0]))
-    values = None
-    if row is not None:
-        stored = _unpack(bytes(row))
-        values = {c: stored.get(c) for c in spec.columns}
+    values = None if stored is None else {c: stored.get(c) for c in spec.columns}
     return Change(revision, spec.name, OPS[op], keys, values, version, when)
 
 

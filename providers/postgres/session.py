@@ -76,6 +76,9 @@ class PgSession(Protocol):
     def driver_connection(self) -> psycopg.Connection[Any]:
         """The psycopg connection under the transaction (for COPY)."""
 
+    def relation_exists(self, *name: str) -> bool:
+        """True if the (schema-qualified) ``name`` is taken by a table, index, view..."""
+
     def temp_name(self) -> str:
         """A temporary table name unique within the transaction."""
 

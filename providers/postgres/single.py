@@ -124,7 +124,9 @@ class _OneStatement:
     def _needs_transaction(self, *_args: Any, **_kwargs: Any) -> NoReturn:
         raise Fallback
 
-    errors = execute = query = literal_sql = driver_connection = temp_name = track = _needs_transaction
+    errors = execute = query = literal_sql = driver_connection = temp_name = track = relation_exists = (
+        _needs_transaction
+    )
 
 
 @contextmanager

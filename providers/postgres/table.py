@@ -11,7 +11,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from providers.postgres.batch import LoadBatch, PgLoadPreparer
-from providers.postgres.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event, put_events
+from providers.postgres.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event, put_runs
 from providers.postgres.load import load_batch
 from providers.postgres.native import NativeWrites
 from providers.postgres.schema import EXPIRES, VERSION
@@ -358,7 +358,7 @@ class PgTable(NativeWrites):
         assert self._events is not None
         spec, one = self.spec, len(self.spec.primary_key) == 1
         if as_given:
-            self._events += put_events(spec, keys, rows)
+            self._events += put_runs(spec, keys, rows)
             return
         written = {key_of(spec, s.values): s for s in map(self._sql.stored, rows)}
         for key in keys:
