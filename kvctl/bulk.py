@@ -3,9 +3,11 @@
 Pass 1 reads, types and validates every record into a spool (bounded memory, stdin
 included; input that is not a regular file is first copied to a temp file, so it can
 be read again). CSV and TSV are parsed and typed column by column in C
-(:mod:`kvctl.columnar`) and spooled as Arrow IPC; JSON and NDJSON, and any input the
-columnar reader cannot decide, are read record by record (:mod:`kvctl.inputs`, the
-reference) and pickled. Any bad value stops here with exit 2, naming its line and
+(:mod:`kvctl.columnar`) and spooled as Arrow IPC; JSON and NDJSON records are decoded
+by :mod:`kvctl.inputs` (Python's json, in C) and typed column by column too. Input
+the columnar readers cannot decide (records that set different columns, a file
+pyarrow cannot parse) is read record by record (:mod:`kvctl.inputs`, the reference)
+and pickled. Any bad value stops here with exit 2, naming its line and
 column, and nothing written. Pass 2 streams the spool through the table's ``load``
 in batches, each atomic, with a progress bar on stderr when it is a terminal.
 """
@@ -169,7 +171,7 @@ def check(spec: spi.TableSpec, path: str, fmt: str | None) -> Spool | ArrowSpool
     try:
         with open_input(source.path) as stream:
             kind = choose_format(path, fmt, stream)
-        columnar = _columnar(spec, source, kind) if kind in ("csv", "tsv") else None
+        columnar = _columnar(spec, source, kind)
         if columnar is not None:
             return columnar  # it keeps the input, to find the line of a row that fails to load
         return _reference(spec, source, kind)
@@ -179,15 +181,23 @@ def check(spec: spi.TableSpec, path: str, fmt: str | None) -> Spool | ArrowSpool
 
 
 def _columnar(spec: spi.TableSpec, source: Input, kind: str) -> ArrowSpool | None:
-    """The CSV/TSV input typed in C, or None when the reference reader must decide
-    (no pyarrow, or a file pyarrow cannot parse); a bad value raises its exact error."""
+    """The input typed column by column, or None when the reference reader must decide
+    (no pyarrow, a file pyarrow cannot parse, JSON records that set different columns);
+    a bad value raises its exact error."""
     try:
         from kvctl import columnar
     except ImportError:  # pyarrow is an optional dependency
         return None
     try:
-        columnar.well_formed(source.path, kind)
-        schema, batches = columnar.read_batches(spec, source.path, kind)
+        if kind in ("csv", "tsv"):
+            columnar.well_formed(source.path, kind)
+            schema, batches = columnar.read_batches(spec, source.path, kind)
+        else:
+            ndjson = _ndjson(source, kind)
+            chunks = (
+                columnar.ndjson_columns(spec, source.path) if ndjson else columnar.record_columns(source.records(kind))
+            )
+            schema, batches = columnar.read_json_batches(spec, chunks)
         spool = ArrowSpool(spec, schema, source, kind)
         try:
             for batch in batches:
@@ -200,6 +210,14 @@ def _columnar(spec: spi.TableSpec, source: Input, kind: str) -> ArrowSpool | Non
             _check_record(spec, source, kind, undecided.index)
         return None  # the reference reader decides
     return spool
+
+
+def _ndjson(source: Input, kind: str) -> bool:
+    """Whether the input is NDJSON (stdin without --format: it starts with ``{``)."""
+    if kind != "stdin-json":
+        return kind == "ndjson"
+    with open(source.path, "rb") as raw:
+        return raw.read(1 << 16).lstrip()[:1] == b"{"
 
 
 def _check_record(spec: spi.TableSpec, source: Input, kind: str, index: int) -> None:

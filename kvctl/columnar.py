@@ -21,13 +21,16 @@ import collections
 import csv
 import datetime as dt
 import functools
+import itertools
 import math
+import operator
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import spi
+from kvctl.inputs import InputError
 from spi.arrow import arrow_schema, arrow_type
-from spi.textvalues import parse_field
+from spi.textvalues import from_json_value, parse_field
 from spi.types import MAX_KEY_BYTES, MAX_VALUE_BYTES, FieldType
 
 if TYPE_CHECKING:
@@ -35,6 +38,8 @@ if TYPE_CHECKING:
 
 BLOCK = 1 << 20
 """Bytes of input per parsed block (a record batch holds about this much text)."""
+JSON_CHUNK = 10_000
+"""JSON records typed at a time."""
 
 _INT = r"^-?[0-9]{1,9}$"  # 9 digits always fit in 32 bits, 18 in 64
 _LONG = r"^-?[0-9]{1,18}$"
@@ -131,11 +136,8 @@ def typed_column(spec: spi.TableSpec, column: str, texts: pa.Array) -> tuple[pa.
     ftype = spec.type_of(column)
     in_key = spec.is_key(column)
     if ftype is FieldType.STRING:
-        limit = MAX_KEY_BYTES if in_key or spec.is_indexed(column) else MAX_VALUE_BYTES
-        odd = pc.or_(pc.greater(pc.binary_length(texts), limit), pc.match_substring(texts, "\x00"))
-        if in_key:
-            odd = pc.or_(odd, pc.equal(texts, ""))
-        return texts, _first(odd)
+        odd = _odd_strings(spec, column, texts)
+        return texts, _first(pc.or_(odd, pc.equal(texts, "")) if in_key else odd)
     target = arrow_type(ftype)
     typed, fast = _fast(ftype, texts, target)
     # Empty texts are null (left so by _fast), except in a key column: parse_field says why not.
@@ -152,6 +154,178 @@ def typed_column(spec: spi.TableSpec, column: str, texts: pa.Array) -> tuple[pa.
     return pc.replace_with_mask(typed, rest, pa.array(values, type=target)), None
 
 
+Columns = dict[str, list[Any]]
+"""A chunk of JSON records by column: the columns the records set, each one's values."""
+
+
+def ndjson_columns(spec: spi.TableSpec, path: str) -> Iterator[Columns]:
+    """The records of an NDJSON file decoded by msgspec (C) into columns, a block of
+    lines at a time. Raises :class:`Undecided` for anything Python's json and the
+    reference reader might take differently (a line msgspec refuses: bad JSON,
+    ``NaN``, a byte-order mark, a lone surrogate; a record that is not an object or
+    names an unknown column; a carriage return that is not part of a line's end: the
+    reference splits lines there too) and when records set different columns."""
+    import msgspec
+
+    fields = [(f"f{i}", Any, msgspec.UNSET) for i in range(len(spec.columns))]
+    names = dict(zip((f for f, _, _ in fields), spec.columns))
+    record = msgspec.defstruct("Record", fields, rename=names, forbid_unknown_fields=True, gc=False)
+    decode = msgspec.json.Decoder(record).decode
+    getters = [operator.attrgetter(f) for f in names]
+    header: list[str] | None = None
+    with open(path, "rb") as raw:
+        while lines := raw.readlines(BLOCK):
+            if any(b"\r" in line for line in lines) and sum(map(bytes.count, lines, itertools.repeat(b"\r"))) != sum(
+                map(bytes.endswith, lines, itertools.repeat(b"\r\n"))
+            ):
+                raise Undecided(None)
+            try:
+                records = list(map(decode, filter(bytes.strip, lines)))
+            except (msgspec.DecodeError, UnicodeDecodeError):
+                raise Undecided(None) from None
+            if not records:
+                continue
+            columns = {c: list(map(get, records)) for c, get in zip(spec.columns, getters)}
+            if header is None:
+                header = [c for c in spec.columns if columns[c][0] is not msgspec.UNSET]
+            for column, values in columns.items():
+                unset = values.count(msgspec.UNSET)
+                if unset != (0 if column in header else len(values)):
+                    raise Undecided(None)
+            yield {c: columns[c] for c in header}
+
+
+def record_columns(records: Iterator[tuple[int, dict[str, Any]]]) -> Iterator[Columns]:
+    """The records of :func:`kvctl.inputs.read_records` by column, a chunk at a time.
+    Raises :class:`Undecided` when records set different columns; a reader's error
+    (bad JSON) comes after a chunk of the records before it, so that a bad value among
+    them is reported first, as the reference reports it."""
+    header: list[str] | None = None
+    while True:
+        chunk: list[dict[str, Any]] = []
+        failure: InputError | None = None
+        try:
+            chunk.extend(record for _, record in itertools.islice(records, JSON_CHUNK))
+        except InputError as exc:
+            failure = exc
+        if chunk:
+            header = header or list(chunk[0])
+            if set(map(len, chunk)) != {len(header)}:
+                raise Undecided(None)
+            try:
+                rows = list(map(operator.itemgetter(*header), chunk))
+            except KeyError:
+                raise Undecided(None) from None
+            yield dict(zip(header, map(list, zip(*rows)))) if len(header) > 1 else {header[0]: rows}
+        if failure is not None:
+            raise failure
+        if len(chunk) < JSON_CHUNK:
+            return
+
+
+def read_json_batches(spec: spi.TableSpec, chunks: Iterator[Columns]) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The schema and the typed record batches of chunks of JSON records by column.
+    Raises :class:`Undecided` when there is no record or a column is not the spec's
+    (the reference says which), and for the first record that may be bad while
+    iterating."""
+    first = next(chunks, {})
+    if not first or not set(spec.primary_key) <= set(first) <= set(spec.columns):
+        raise Undecided(None)
+    header = [c for c in spec.columns if c in first]
+    schema = arrow_schema(spec, header)
+    return schema, _json_typed(spec, schema, itertools.chain([first], chunks))
+
+
+def _json_typed(spec: spi.TableSpec, schema: pa.Schema, chunks: Iterator[Columns]) -> Iterator[pa.RecordBatch]:
+    import pyarrow as pa
+
+    start = 0
+    for chunk in chunks:
+        columns: list[pa.Array] = []
+        first_bad: int | None = None
+        for name in schema.names:
+            typed, bad = json_column(spec, name, chunk[name])
+            columns.append(typed)
+            if bad is not None and (first_bad is None or bad < first_bad):
+                first_bad = bad
+        if first_bad is not None:
+            raise Undecided(start + first_bad)
+        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+        start += len(columns[0])
+
+
+_JSON_KINDS: dict[FieldType, set[type]] = {
+    FieldType.INT: {int},
+    FieldType.LONG: {int},
+    FieldType.FLOAT: {float, int},
+    FieldType.DOUBLE: {float, int},
+    FieldType.BOOL: {bool},
+    FieldType.STRING: {str},
+    FieldType.TIMESTAMP: {str},
+}
+"""The JSON value types each column type takes in C (else :func:`from_json_value`)."""
+
+
+def json_column(spec: spi.TableSpec, column: str, values: list[Any]) -> tuple[pa.Array, int | None]:
+    """JSON values of ``column`` as typed values, and the position of the first value
+    :func:`spi.textvalues.from_json_value` refuses (None: all good)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ftype = spec.type_of(column)
+    target = arrow_type(ftype)
+    kinds = _JSON_KINDS.get(ftype, set()) | (set() if spec.is_key(column) else {type(None)})
+    if not set(map(type, values)) <= kinds:
+        return _json_exactly(spec, column, values, target)
+    source = {FieldType.FLOAT: pa.float64(), FieldType.DOUBLE: pa.float64(), FieldType.TIMESTAMP: pa.string()}
+    try:
+        typed = raw = pa.array(values, source.get(ftype, target))
+    except (pa.ArrowException, OverflowError, UnicodeError):  # out of range, a lone surrogate...
+        return _json_exactly(spec, column, values, target)
+    if ftype is FieldType.STRING:
+        return typed, _first(_odd_strings(spec, column, typed))
+    if ftype is FieldType.TIMESTAMP:
+        typed, fast = _timestamps(typed, target)
+    elif ftype in (FieldType.FLOAT, FieldType.DOUBLE):
+        if spec.is_key(column) and pc.any(pc.is_nan(typed)).as_py():
+            return _json_exactly(spec, column, values, target)
+        typed, fast = _reals(typed, pc.is_valid(typed), target)
+    else:
+        return typed, None
+    rest = pc.and_(pc.invert(fast), pc.is_valid(raw))  # null stays null
+    if not pc.any(rest).as_py():
+        return typed, None
+    positions = pc.indices_nonzero(rest).to_pylist()
+    exact, bad = _json_exactly(spec, column, [values[i] for i in positions], target)
+    if bad is not None:
+        return typed, positions[bad]
+    return pc.replace_with_mask(typed, rest, exact), None
+
+
+def _json_exactly(
+    spec: spi.TableSpec, column: str, values: list[Any], target: pa.DataType
+) -> tuple[pa.Array, int | None]:
+    """``values`` through :func:`from_json_value`, one by one: the typed array, or
+    the position of the first it refuses."""
+    import pyarrow as pa
+
+    typed = []
+    for position, value in enumerate(values):
+        try:
+            typed.append(from_json_value(spec, column, value))
+        except spi.KvError:
+            return pa.nulls(len(values), target), position
+    return pa.array(typed, target), None
+
+
+def _odd_strings(spec: spi.TableSpec, column: str, texts: pa.Array) -> pa.Array:
+    """Where a string is one :func:`spi.types.validate_value` refuses (a NUL, too long)."""
+    import pyarrow.compute as pc
+
+    limit = MAX_KEY_BYTES if spec.is_key(column) or spec.is_indexed(column) else MAX_VALUE_BYTES
+    return pc.or_(pc.greater(pc.binary_length(texts), limit), pc.match_substring(texts, "\x00"))
+
+
 def _fast(ftype: FieldType, texts: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Array]:
     """``(typed, fast)``: the values of the texts typed in C where ``fast`` is true
     (null elsewhere)."""
@@ -165,21 +339,34 @@ def _fast(ftype: FieldType, texts: pa.Array, target: pa.DataType) -> tuple[pa.Ar
         fast = pc.or_(true, pc.equal(lowered, "false"))
         return pc.if_else(fast, true, null), fast
     if ftype is FieldType.BYTES:
-        return pa.nulls(len(texts), target), pa.repeat(False, len(texts))  # type: ignore[attr-defined]
-    try:
-        if ftype is FieldType.TIMESTAMP:
-            return _timestamps(texts, target)
-        if ftype in (FieldType.INT, FieldType.LONG):
-            fast = pc.match_substring_regex(texts, _INT if ftype is FieldType.INT else _LONG)
-            return pc.if_else(fast, pc.cast(pc.if_else(fast, texts, "0"), target), null), fast
-        fast = pc.match_substring_regex(texts, _REAL)
-        doubles = pc.add(pc.cast(pc.if_else(fast, texts, "0"), pa.float64()), 0.0)  # -0.0 + 0.0 is 0.0
-        if ftype is FieldType.FLOAT:
-            fast = pc.and_(fast, pc.less_equal(pc.abs(doubles), _FLOAT32_MAX))  # else parse_field says why
-            doubles = pc.cast(doubles, target, safe=False)  # rounds to nearest, as spi.types.to_float32
-        return pc.if_else(fast, doubles, null), fast
-    except pa.ArrowInvalid:  # a value of the right form but no meaning (2023-02-29): parse_field says why
-        return pa.nulls(len(texts), target), pa.repeat(False, len(texts))  # type: ignore[attr-defined]
+        return _none(len(texts), target)
+    if ftype is FieldType.TIMESTAMP:
+        return _timestamps(texts, target)
+    if ftype in (FieldType.INT, FieldType.LONG):
+        fast = pc.match_substring_regex(texts, _INT if ftype is FieldType.INT else _LONG)
+        return pc.if_else(fast, pc.cast(pc.if_else(fast, texts, "0"), target), null), fast
+    fast = pc.match_substring_regex(texts, _REAL)
+    typed, fast = _reals(pc.cast(pc.if_else(fast, texts, "0"), pa.float64()), fast, target)
+    return pc.if_else(fast, typed, null), fast
+
+
+def _none(n: int, target: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    """``(typed, fast)`` for texts of which none is typed in C."""
+    import pyarrow as pa
+
+    return pa.nulls(n, target), pa.repeat(False, n)  # type: ignore[attr-defined]
+
+
+def _reals(doubles: pa.Array, fast: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    """Doubles as a float/double column holds them (``-0.0`` as ``0.0``, rounded to
+    float32), and ``fast`` less the doubles no float32 holds (the reference says why)."""
+    import pyarrow.compute as pc
+
+    doubles = pc.add(doubles, 0.0)  # -0.0 + 0.0 is 0.0
+    if target.bit_width == 64:
+        return doubles, fast
+    fast = pc.and_(fast, pc.fill_null(pc.less_equal(pc.abs(doubles), _FLOAT32_MAX), True))
+    return pc.cast(doubles, target, safe=False), fast  # rounds to nearest, as spi.types.to_float32
 
 
 def _timestamps(texts: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Array]:
@@ -190,8 +377,11 @@ def _timestamps(texts: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Arra
     null = pa.scalar(None, target)
     zoned = pc.match_substring_regex(texts, _ZONED)
     naive = pc.match_substring_regex(texts, _NAIVE)
-    with_zone = pc.cast(pc.if_else(zoned, texts, "2000-01-01T00:00:00Z"), target)
-    without = pc.cast(pc.cast(pc.if_else(naive, texts, "2000-01-01"), pa.timestamp("us")), target)
+    try:
+        with_zone = pc.cast(pc.if_else(zoned, texts, "2000-01-01T00:00:00Z"), target)
+        without = pc.cast(pc.cast(pc.if_else(naive, texts, "2000-01-01"), pa.timestamp("us")), target)
+    except pa.ArrowInvalid:  # of the right form but no date (2023-02-29): the reference says why
+        return _none(len(texts), target)
     fast = pc.or_(zoned, naive)
     typed = pc.if_else(zoned, with_zone, pc.if_else(naive, without, null))
     micros = pc.cast(typed, pa.int64())

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import spi
 from spi.testing.requirements import need_module
-from spi.textvalues import parse_field
+from spi.textvalues import from_json_value, parse_field
 
 pa = need_module("pyarrow")
 columnar = need_module("kvctl.columnar")
@@ -136,6 +136,36 @@ def test_timestamps_match_the_reference(texts: list[str]) -> None:
         assert same(got, reference("ts", text)), (text, got)
 
 
+JSON_VALUES: list[Any] = [
+    None, True, False, 0, -1, 7, 2**31 - 1, 2**31, 2**53 + 1, 2**63, -(2**63), 1.0, 433.0, 1.5, -0.0, 1e39, 3.4e38,
+    float("nan"), float("inf"), "", "x", "null", "2024-05-01", "2024-05-01T12:00:00Z", "2024-05-01 12:00:00+05:30",
+    "2023-02-29", "aGk=", "!!", "a\x00b", "\ud800", "é" * 600, [1], {"a": 1},
+]  # fmt: skip
+
+
+def json_reference(column: str, value: Any) -> tuple[str, Any]:
+    try:
+        return "ok", from_json_value(SPEC, column, value)
+    except spi.KvError:
+        return "error", None
+
+
+@pytest.mark.parametrize("column", [f.name for f in SPEC.fields])
+def test_each_json_value_is_typed_as_from_json_value_types_it(column: str) -> None:
+    for value in JSON_VALUES:
+        typed, bad = columnar.json_column(SPEC, column, [value])
+        got = (
+            ("error", None)
+            if bad is not None
+            else ("ok", columnar.batch_columns(pa.record_batch([typed], [column]))[0][0])
+        )
+        assert same(got, json_reference(column, value)), (column, value, got)
+    # a column of mixed values: each in place, the first bad one found
+    typed, bad = columnar.json_column(SPEC, "d", [1, 2.5, None, 2**53 + 1, -0.0])
+    assert bad is None and typed.to_pylist() == [1.0, 2.5, None, float(2**53 + 1), 0.0]
+    assert columnar.json_column(SPEC, "i", [1, 2, 1.5, "x"])[1] == 2
+
+
 @pytest.fixture(params=PROVIDER_KINDS)
 def kv(request: pytest.FixtureRequest, tmp_path: Path) -> Kvctl:
     runner = Kvctl(provider_url(request.param, tmp_path, request))
@@ -237,3 +267,53 @@ def test_validated_rows_are_validated_again_for_another_spec() -> None:
         table.load(ValidatedRows(other, [(3, 1), (4, 2**40)]))
     assert caught.value.row_index == 1 and caught.value.rows_written == 0
     provider.close()
+
+
+def test_json_files_keep_every_contract_point(kv: Kvctl, tmp_path: Path) -> None:
+    rows = [
+        {"region": "eu", "id": i, "status": f"s{i}", "total": i / 2, "ts": "2024-05-01T00:00:00Z"}
+        for i in range(25_000)
+    ]
+    (tmp_path / "a.ndjson").write_text("\n".join(map(json.dumps, rows)) + "\n")
+    assert kv.ok("put", "orders", "--file", str(tmp_path / "a.ndjson")).out == "25000\n"
+    got = scan(kv)
+    assert got[("eu", 24_999)]["total"] == 12_499.5 and got[("eu", 3)]["ts"] == "2024-05-01T00:00:00+00:00"
+    # records that set different columns keep their own (a partial upsert leaves the rest)
+    (tmp_path / "b.json").write_text('[{"region": "eu", "id": 1, "total": 9},\n {"region": "eu", "id": 2}]')
+    assert kv.ok("put", "orders", "--file", str(tmp_path / "b.json")).out == "2\n"
+    got = scan(kv)
+    assert (got[("eu", 1)]["total"], got[("eu", 1)]["status"]) == (9.0, "s1") and got[("eu", 2)]["status"] == "s2"
+    # a bad value in the third chunk names its line; a bad value comes before a later syntax error
+    bad = [*rows[:22_000], {**rows[22_000], "total": "x"}, *rows[22_001:]]
+    (tmp_path / "c.ndjson").write_text("\n".join(map(json.dumps, bad)) + "\n")
+    res = kv("put", "orders", "--file", str(tmp_path / "c.ndjson"))
+    assert_one_error(res, 2)
+    assert "c.ndjson line 22001, column 'total'" in res.err
+    (tmp_path / "d.ndjson").write_text('{"region": "us", "id": 1, "total": true}\n{"region": \n')
+    res = kv("put", "orders", "--file", str(tmp_path / "d.ndjson"))
+    assert_one_error(res, 2)
+    assert "d.ndjson line 1, column 'total'" in res.err
+    res = kv("put", "orders", "--file", "-", input='[{"region": "us", "id": 1}, {"region": "us", "id": null}]')
+    assert_one_error(res, 2)
+    assert "stdin line 1, column 'id'" in res.err
+    assert ("us", 1) not in scan(kv)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"region": "eu", "id": 1, "total": 1}\r\n\r\n{"region": "eu", "id": 2}\r\n', 2),  # CRLF
+        ('\ufeff{"region": "eu", "id": 1, "total": NaN}\n{"region": "eu", "id": 2, "total": 1e400}', 2),
+        ('{"region": "eu",\r"id": 1}\n', "line 1: invalid JSON"),  # the reference splits lines at a lone CR
+        ('{"region": "eu", "id": 1}\n{"region": "eu", "id": 2, "nope": 1}\n', "line 2, column 'nope'"),
+        ('{"region": "eu", "id": 1}\n[1]\n', "line 2: expected a JSON object"),
+    ],
+)
+def test_ndjson_that_msgspec_takes_otherwise_goes_to_the_reference(kv: Kvctl, text: str, expected: Any) -> None:
+    res = kv("put", "orders", "--file", "-", input=text)
+    if isinstance(expected, int):
+        assert res.code == 0 and res.out == f"{expected}\n", res
+        return
+    assert_one_error(res, 2)
+    assert f"stdin {expected}" in res.err
+    assert scan(kv) == {}
