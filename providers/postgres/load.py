@@ -2,8 +2,9 @@
 table followed by one ``INSERT ... SELECT ... ON CONFLICT`` with the same version
 arithmetic as one upsert/insert/replace per row.
 
-A batch whose key range holds no rows yet is copied straight into the table (every
-row is new: version 1). Otherwise it goes through a temporary table. A batch with a
+A batch none of whose keys is taken is copied straight into the table (every row is
+new: version 1), under a savepoint that the first key taken rolls back (a unique
+violation); then it goes through a temporary table. A batch with a
 key twice keeps the sequential per-row path, so later rows see earlier ones. Both
 COPYs send the batch's tuples as they are (values, then version 1); a load that keeps
 versions sends each row's own version instead and sets it on a conflict too. A load
@@ -25,7 +26,6 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from providers.postgres.batch import LoadBatch
 from providers.postgres.schema import EXPIRES, VERSION
 from providers.postgres.session import PgSession
-from providers.postgres.sql import range_condition
 from spi.errors import KvError, RowExistsError
 from spi.keys import ResolvedRange
 from spi.spec import TableSpec
@@ -148,7 +148,7 @@ def _load_group(
     expiry)."""
     tail = [VERSION, EXPIRES] if expiring else [VERSION]
     types = [*(COPY_TYPES[spec.type_of(c)] for c in columns), "int8", *(["timestamptz"] if expiring else [])]
-    if _copied_as_new(tx, spec, target, batch, keys, [*columns, *tail], types, rows):
+    if _copied_as_new(tx, target, [*columns, *tail], types, rows):
         # Every row was an insert (at version 1, or its own).
         if returned is not None and columns == spec.columns and len(rows) == len(batch.rows):
             returned.extend(rows)
@@ -181,32 +181,14 @@ def _load_group(
 
 
 def _copied_as_new(
-    tx: PgSession,
-    spec: TableSpec,
-    target: sa.Table,
-    batch: LoadBatch,
-    keys: list[Any],
-    columns: list[str],
-    types: list[str],
-    rows: list[tuple[Any, ...]],
+    tx: PgSession, target: sa.Table, columns: list[str], types: list[str], rows: list[tuple[Any, ...]]
 ) -> bool:
     """COPY the rows straight into the table if none of their keys is taken (True),
-    else write nothing (False). A batch whose key range holds no row is copied outright;
-    otherwise (a file in date order, its batches' key ranges overlapping) the COPY runs
-    under a savepoint, undone by the first key taken (a unique violation)."""
-    if _vacant(tx, spec, target, batch, keys):
-        _copy(tx, target.schema, target.name, columns, types, rows)
-        return True
+    else write nothing (False): the COPY runs under a savepoint that the first key taken
+    (a unique violation) rolls back. (Asking first whether the batch's key range is
+    empty cost a range scan per batch and said no to every batch of a file in date
+    order, whose batches' key ranges overlap.)"""
     return _copy(tx, target.schema, target.name, columns, types, rows, unless_taken=True)
-
-
-def _vacant(tx: PgSession, spec: TableSpec, target: sa.Table, batch: LoadBatch, keys: list[Any]) -> bool:
-    """True when no row lies in the key range of ``keys``."""
-    span = _span(batch, keys)
-    occupied = tx.execute(
-        sa.select(sa.literal(1)).select_from(target).where(*range_condition(target, spec, span)).limit(1)
-    )
-    return occupied.first() is None
 
 
 def _refuse_existing(
