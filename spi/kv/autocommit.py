@@ -24,7 +24,7 @@ from spi.filters import Expr
 from spi.keys import KeyLike, Range, normalize_key
 from spi.kv.buffer import WriteBuffer
 from spi.kv.feed import FeedSettings
-from spi.kv.layout import LayoutCache
+from spi.kv.layout import Layout, LayoutCache
 from spi.kv.store import STALE, OrderedStore, StoreSession
 from spi.kv.table import KvTable, StoredPage
 from spi.kv.transaction import commit, stored_layout
@@ -58,6 +58,7 @@ class KvAutoCommitTable(AutoCommitTable):
         self._store = store
         self._feed = feed
         self._kv: _Provider = provider  # type: ignore[assignment]  # a KvProvider: its closed flag
+        self._known: tuple[int, Layout] | None = None  # the generation and layout of the last one-off read
 
     def _call(self, op: Callable[[TableBase], T]) -> T:
         """Run ``op`` on one session of the store through a write buffer, committed
@@ -84,23 +85,33 @@ class KvAutoCommitTable(AutoCommitTable):
 
         The everyday one-off call, so its common case (the whole row; the layout
         remembered for the store's generation; no session running) is one store get
-        outside any session (:meth:`OrderedStore.get_if_idle`), and the row is built
-        by the layout's row reader (the one a key-order scan uses). Anything else
-        takes the general path: a session."""
+        outside any session (:meth:`OrderedStore.get_if_idle`, which checks the
+        generation this handle's last such read used), and the row is built by the
+        layout's row reader (the one a key-order scan uses). Anything else takes the
+        general path: a session."""
         if columns is None and not self._kv.closed:
-            store = self._store
-            generation = store.peek_generation()
-            layout = self._layouts.current(self.name, generation)
-            if layout is not None and generation is not None:
-                raw = store.get_if_idle(
-                    generation, layout.row_prefix + layout.encode_key(normalize_key(layout.spec, key))
+            known = self._known or self._remembered()
+            if known is not None:
+                layout = known[1]
+                raw = self._store.get_if_idle(
+                    known[0], layout.row_prefix + layout.encode_key(normalize_key(layout.spec, key))
                 )
                 if raw is not STALE:
                     if raw is None:
                         return None
-                    rows = layout.readers(None)[1]([[raw]], 1)
+                    rows = layout.read_list([[raw]], 1)
                     return rows[0] if rows else None
+                self._known = None
         return super().read(key, columns=columns)
+
+    def _remembered(self) -> tuple[int, Layout] | None:
+        """The store's likely generation and the layout remembered under it, if any."""
+        generation = self._store.peek_generation()
+        layout = self._layouts.current(self.name, generation)
+        if layout is None or generation is None:
+            return None
+        self._known = (generation, layout)
+        return self._known
 
     def scan(
         self,

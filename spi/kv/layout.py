@@ -101,6 +101,8 @@ class Layout:
         """The column values of an unpacked stored row (columns added later read as null)."""
         stamps = frozenset(i for i, c in enumerate(columns) if c in self.timestamps)
         self._plain: Readers = _row_reader(len(columns), stamps)(*columns)
+        self.read_list = self._plain[1]
+        """``readers(None)[1]``: the rows of stored values that have not expired, as a list."""
         self._readers: dict[Expr, Readers] = {}
         # A store runs one transaction (one thread) at a time, so a layout may own an encoder.
         self._pack = msgspec.msgpack.Encoder().encode
