@@ -1,4 +1,4 @@
-"""CSV/TSV files read and typed column by column in C (pyarrow), exactly as
+"""Input files read and typed column by column in C, exactly as
 :func:`kvctl.inputs.coerce` types them field by field.
 
 pyarrow's streaming CSV reader parses the file into batches of text columns. Each
@@ -13,6 +13,11 @@ nothing of line numbers; so a file with a quote character is first read through 
 ``csv.reader`` (C; it only checks), and anything this module cannot decide (a parse
 error, a bad value) is :class:`Undecided`: the caller asks the row-by-row reference
 reader (:mod:`kvctl.inputs`) for the exact error with its line and column.
+
+JSON records (NDJSON decoded by msgspec, a JSON array by the reference's streaming
+decoder) are typed the same way: a column whose values all have the JSON type its
+column type takes (integers for ``long``...) becomes an Arrow array in one call, and
+any other value goes through :func:`spi.textvalues.from_json_value`.
 """
 
 from __future__ import annotations
