@@ -8,9 +8,10 @@ violation); then it goes through a temporary table. A batch with a
 key twice keeps the sequential per-row path, so later rows see earlier ones. Both
 COPYs send the batch's tuples as they are (values, then version 1); a load that keeps
 versions sends each row's own version instead and sets it on a conflict too. A load
-whose rows expire sends their expiry too. A batch whose key range holds an expired
-row not swept yet takes the per-row path, which sweeps it first (as every write that
-meets one does: its version starts again at 1, its ``"expire"`` event is recorded).
+whose rows expire sends their expiry too. A batch that meets a taken key while its key
+range holds an expired row not swept yet takes the per-row path, which sweeps it first
+(as every write that meets one does: its version starts again at 1, its ``"expire"``
+event is recorded); a batch COPYed as new meets no row, so that range is not scanned.
 """
 
 from __future__ import annotations
@@ -82,32 +83,47 @@ def load_batch(
     if batch.spec is not spec and (batch.spec != spec or batch.spec.columns != spec.columns):
         batch = _revalidated(spec, batch)
     keys = batch.keys()
-    if len(set(keys)) < len(keys) or table.expired_between(_span(batch, keys)):
+    groups = list(batch.groups(mode))
+    span = _span(batch, keys)
+    # A batch COPYed as new in one go meets no row, expired or not: its key range is
+    # scanned for expired rows (a scan that grows with the table) only when its COPY
+    # fails on a taken key, or when it takes several.
+    if len(set(keys)) < len(keys) or (len(groups) > 1 and table.expired_between(span)):
         sequential(batch.dicts(), mode)
         return
     returned: list[Any] | None = None if written is None else []
     as_given = False
-    for columns, positions, rows in batch.groups(mode):
-        group_keys = keys if len(positions) == len(keys) else [keys[i] for i in positions]
-        if versions is not None:
-            rows = [(*row[:-1], versions[i]) for row, i in zip(rows, positions)]
-        if expiries is not None:
-            rows = [(*row, expiries[i]) for row, i in zip(rows, positions)]
-        as_given = _load_group(
-            tx,
-            spec,
-            target,
-            columns,
-            rows,
-            batch,
-            group_keys,
-            mode,
-            returned,
-            kept=versions is not None,
-            expiring=expiries is not None,
-        )
+    try:
+        for columns, positions, rows in groups:
+            group_keys = keys if len(positions) == len(keys) else [keys[i] for i in positions]
+            if versions is not None:
+                rows = [(*row[:-1], versions[i]) for row, i in zip(rows, positions)]
+            if expiries is not None:
+                rows = [(*row, expiries[i]) for row, i in zip(rows, positions)]
+            as_given = _load_group(
+                tx,
+                spec,
+                target,
+                columns,
+                rows,
+                batch,
+                group_keys,
+                mode,
+                returned,
+                kept=versions is not None,
+                expiring=expiries is not None,
+                expired=(lambda: table.expired_between(span)) if len(groups) == 1 else None,
+            )
+    except _MetExpired:
+        sequential(batch.dicts(), mode)
+        return
     if written is not None and returned is not None:
         written(keys, returned, as_given)
+
+
+class _MetExpired(Exception):
+    """A batch's key range holds an expired row not swept yet (and nothing of the batch
+    is written): it takes the per-row path, which sweeps what it meets."""
 
 
 def _span(batch: LoadBatch, keys: list[Any]) -> ResolvedRange:
@@ -140,12 +156,14 @@ def _load_group(
     *,
     kept: bool,
     expiring: bool,
+    expired: Callable[[], bool] | None,
 ) -> bool:
     """One group of a batch (tuples of ``columns``, the version, and the expiry when
     ``expiring``); ``returned`` (when not None) gets the rows written: the rows as
     given when the group is the whole batch, complete and inserted as it is (then
     True), else as the table holds them (every column, then the version and the
-    expiry)."""
+    expiry). Raises :class:`_MetExpired`, having written nothing, when a key is taken
+    and ``expired`` (if given) says the batch's key range holds an expired row."""
     tail = [VERSION, EXPIRES] if expiring else [VERSION]
     types = [*(COPY_TYPES[spec.type_of(c)] for c in columns), "int8", *(["timestamptz"] if expiring else [])]
     if _copied_as_new(tx, target, [*columns, *tail], types, rows):
@@ -161,6 +179,8 @@ def _load_group(
                 for r in rows
             )
         return False
+    if expired is not None and expired():
+        raise _MetExpired
     temp = _temp_table(tx, target, (*columns, *tail))
     _copy(tx, None, temp.name, [*columns, *tail], types, rows)
     if mode == "insert":
