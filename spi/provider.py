@@ -183,7 +183,9 @@ class ProviderBase(Provider, ABC):
 class AutoCommitTable:
     """A table handle whose every call runs in its own transaction (retried on conflict).
 
-    Scans read page by page, each page its own short transaction, so a long scan
+    Providers may run a call as less than a transaction where the result is the same
+    (:meth:`_write`, :meth:`_read`): PostgreSQL's single-key writes are one statement,
+    the ordered-store engine's one commit of one store session. Scans read page by page, each page its own short transaction, so a long scan
     holds nothing between pages and the caller may write while iterating; each page
     is consistent, the whole scan is not a snapshot (use a transaction for that).
     """
@@ -199,6 +201,11 @@ class AutoCommitTable:
         """Run ``op`` on the table in its own transaction, retried on conflict."""
         return self._provider.run(lambda tx: op(tx.table(self.name)), retries=self._provider.autocommit_retries)
 
+    def _write(self, op: Callable[[TableBase], T]) -> T:
+        """Run the single-key write ``op`` (here as :meth:`_call`; providers may run it
+        as one engine operation)."""
+        return self._call(op)
+
     def _read(self, op: Callable[[TableBase], T]) -> T:
         """Run the read-only ``op`` on one consistent view of the table (here a
         transaction; providers may read a snapshot without the write machinery)."""
@@ -211,15 +218,15 @@ class AutoCommitTable:
 
     def upsert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
         """See :meth:`TableBase.upsert`."""
-        return self._call(lambda t: t.upsert(row, ttl=ttl))
+        return self._write(lambda t: t.upsert(row, ttl=ttl))
 
     def insert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
         """See :meth:`TableBase.insert`."""
-        return self._call(lambda t: t.insert(row, ttl=ttl))
+        return self._write(lambda t: t.insert(row, ttl=ttl))
 
     def replace(self, row: Mapping[str, Any], *, version: int | None = None, ttl: int | float | None = None) -> int:
         """See :meth:`TableBase.replace`."""
-        return self._call(lambda t: t.replace(row, version=version, ttl=ttl))
+        return self._write(lambda t: t.replace(row, version=version, ttl=ttl))
 
     def update(
         self,
@@ -231,19 +238,19 @@ class AutoCommitTable:
         ttl: int | float | None = None,
     ) -> int:
         """See :meth:`TableBase.update`."""
-        return self._call(lambda t: t.update(key, changes, default=default, version=version, ttl=ttl))
+        return self._write(lambda t: t.update(key, changes, default=default, version=version, ttl=ttl))
 
     def delete(self, key: KeyLike, *, version: int | None = None) -> bool:
         """See :meth:`TableBase.delete`."""
-        return self._call(lambda t: t.delete(key, version=version))
+        return self._write(lambda t: t.delete(key, version=version))
 
     def increment(self, key: KeyLike, column: str, amount: int | float = 1) -> int | float:
         """See :meth:`TableBase.increment`."""
-        return self._call(lambda t: t.increment(key, column, amount))
+        return self._write(lambda t: t.increment(key, column, amount))
 
     def compare_and_swap(self, key: KeyLike, column: str, expected: Any, new: Any) -> bool:
         """See :meth:`TableBase.compare_and_swap`."""
-        return self._call(lambda t: t.compare_and_swap(key, column, expected, new))
+        return self._write(lambda t: t.compare_and_swap(key, column, expected, new))
 
     def update_range(
         self,

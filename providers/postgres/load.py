@@ -25,26 +25,13 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from providers.postgres.batch import LoadBatch
-from providers.postgres.schema import EXPIRES, VERSION
+from providers.postgres.schema import EXPIRES, TYPE_NAMES, VERSION
 from providers.postgres.session import PgSession
 from spi.errors import KvError, RowExistsError
 from spi.keys import ResolvedRange
 from spi.spec import TableSpec
 from spi.textvalues import key_words
-from spi.types import FieldType
 from spi.validate import validate_row
-
-COPY_TYPES = {
-    FieldType.INT: "int4",
-    FieldType.LONG: "int8",
-    FieldType.FLOAT: "float4",
-    FieldType.DOUBLE: "float8",
-    FieldType.STRING: "text",
-    FieldType.BYTES: "bytea",
-    FieldType.BOOL: "bool",
-    FieldType.TIMESTAMP: "timestamptz",
-}
-"""PostgreSQL type of each field type for binary COPY."""
 
 
 class LoadTarget(Protocol):
@@ -165,7 +152,7 @@ def _load_group(
     expiry). Raises :class:`_MetExpired`, having written nothing, when a key is taken
     and ``expired`` (if given) says the batch's key range holds an expired row."""
     tail = [VERSION, EXPIRES] if expiring else [VERSION]
-    types = [*(COPY_TYPES[spec.type_of(c)] for c in columns), "int8", *(["timestamptz"] if expiring else [])]
+    types = [*(TYPE_NAMES[spec.type_of(c)] for c in columns), "int8", *(["timestamptz"] if expiring else [])]
     if _copied_as_new(tx, target, [*columns, *tail], types, rows):
         # Every row was an insert (at version 1, or its own).
         if returned is not None and columns == spec.columns and len(rows) == len(batch.rows):

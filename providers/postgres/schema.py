@@ -37,6 +37,21 @@ SQL_TYPES: dict[FieldType, Callable[[], Any]] = {
 """The column type of each field type (strings compare by code point: COLLATE "C")."""
 
 
+TYPE_NAMES = {
+    FieldType.INT: "int4",
+    FieldType.LONG: "int8",
+    FieldType.FLOAT: "float4",
+    FieldType.DOUBLE: "float8",
+    FieldType.STRING: "text",
+    FieldType.BYTES: "bytea",
+    FieldType.BOOL: "bool",
+    FieldType.TIMESTAMP: "timestamptz",
+}
+"""PostgreSQL's name of each field's type: binary COPY's types, the casts of the values
+a single-statement write binds (so a prepared statement's types never depend on the
+first call's values)."""
+
+
 def sql_type(ftype: FieldType) -> Any:
     """A fresh SQLAlchemy type object for ``ftype``."""
     return SQL_TYPES[ftype]()

@@ -176,8 +176,10 @@ class PgAutoCommitTable(AutoCommitTable):
         return super().read(key, columns=columns)
 
     def _write(self, op: Callable[[TableBase], T]) -> T:
-        """Run the single-key write ``op`` as one statement when the table's spec is
-        known and it has no change feed, else (or on :class:`Fallback`) in a transaction."""
+        """Run the single-key write ``op`` (``upsert``, ``insert``, ``replace``,
+        ``update``, ``delete``, ``increment``, ``compare_and_swap``) as one statement
+        when the table's spec is known and it has no change feed, else (or on
+        :class:`Fallback`) in a transaction."""
         cached = self._db.cached_read(self.name)
         if cached is not None and not cached[0].spec.changes:
             try:
@@ -185,42 +187,6 @@ class PgAutoCommitTable(AutoCommitTable):
             except (Fallback, KvError):
                 pass  # nothing was written; an error may come from a spec changed since it was cached
         return self._call(op)
-
-    def upsert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
-        """See :meth:`TableBase.upsert` (one statement)."""
-        return self._write(lambda t: t.upsert(row, ttl=ttl))
-
-    def insert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
-        """See :meth:`TableBase.insert` (one statement)."""
-        return self._write(lambda t: t.insert(row, ttl=ttl))
-
-    def replace(self, row: Mapping[str, Any], *, version: int | None = None, ttl: int | float | None = None) -> int:
-        """See :meth:`TableBase.replace` (one statement)."""
-        return self._write(lambda t: t.replace(row, version=version, ttl=ttl))
-
-    def update(
-        self,
-        key: KeyLike,
-        changes: Mapping[str, Any],
-        *,
-        default: Mapping[str, Any] | None = None,
-        version: int | None = None,
-        ttl: int | float | None = None,
-    ) -> int:
-        """See :meth:`TableBase.update` (one statement)."""
-        return self._write(lambda t: t.update(key, changes, default=default, version=version, ttl=ttl))
-
-    def delete(self, key: KeyLike, *, version: int | None = None) -> bool:
-        """See :meth:`TableBase.delete` (one statement)."""
-        return self._write(lambda t: t.delete(key, version=version))
-
-    def increment(self, key: KeyLike, column: str, amount: int | float = 1) -> int | float:
-        """See :meth:`TableBase.increment` (one statement)."""
-        return self._write(lambda t: t.increment(key, column, amount))
-
-    def compare_and_swap(self, key: KeyLike, column: str, expected: Any, new: Any) -> bool:
-        """See :meth:`TableBase.compare_and_swap` (one statement)."""
-        return self._write(lambda t: t.compare_and_swap(key, column, expected, new))
 
     def scan_batches(
         self,

@@ -36,22 +36,9 @@ from typing import Any, NamedTuple
 
 from sqlalchemy.engine import Dialect
 
-from providers.postgres.schema import CATALOG, EXPIRES, VERSION, qualified
+from providers.postgres.schema import CATALOG, EXPIRES, TYPE_NAMES, VERSION, qualified
 from spi.spec import TableSpec
 from spi.types import FieldType
-
-CASTS = {
-    FieldType.INT: "int4",
-    FieldType.LONG: "int8",
-    FieldType.FLOAT: "float4",
-    FieldType.DOUBLE: "float8",
-    FieldType.STRING: "text",
-    FieldType.BYTES: "bytea",
-    FieldType.BOOL: "bool",
-    FieldType.TIMESTAMP: "timestamptz",
-}
-"""The SQL type each bound value is cast to (so a prepared statement's types never
-depend on the first call's values)."""
 
 LIVE = f"(kv_t.{EXPIRES} IS NULL OR kv_t.{EXPIRES} > statement_timestamp())"
 """The stored row has not expired."""
@@ -91,7 +78,7 @@ class WriteSql:
         self._cache: dict[Any, WriteStatement] = {}
 
     def _cast(self, column: str) -> str:
-        return CASTS[self.spec.type_of(column)]
+        return TYPE_NAMES[self.spec.type_of(column)]
 
     def _value(self, column: str) -> str:
         return f"%({self._params[column]})s::{self._cast(column)}"
@@ -117,37 +104,41 @@ class WriteSql:
         first = first if checked else f"true, {first}"
         return f" RETURNING {first}, {self._row}" if rows else f" RETURNING {first}"
 
+    def _upsert(self, setting: dict[str, str], when: str | None, checked: bool, rows: bool, extra: str = "") -> str:
+        """``INSERT`` a full row (``kv_v*``: every column) ``ON CONFLICT`` setting the
+        non-key columns in ``setting`` to their expressions and keeping the rest (over
+        an expired row: the inserted values), with the version and expiry rules;
+        ``when``: a condition on the stored live row. Returns the version, whether the
+        row is new (not over an expired one), ``extra``, [the row]."""
+        spec, names = self.spec, self._names
+        sets = [
+            f"{names[c]} = {setting.get(c) or f'CASE WHEN {LIVE} THEN kv_t.{names[c]} ELSE EXCLUDED.{names[c]} END'}"
+            for c in spec.columns
+            if not spec.is_key(c)
+        ]
+        sets.append(f"{VERSION} = CASE WHEN {LIVE} THEN kv_t.{VERSION} + 1 ELSE 1 END")
+        sets.append(f"{EXPIRES} = EXCLUDED.{EXPIRES}")
+        return (
+            f"INSERT INTO {self._table} AS kv_t ({', '.join(names[c] for c in spec.columns)}, {VERSION}, {EXPIRES})"
+            f" SELECT {', '.join(self._value(c) for c in spec.columns)}, 1, {EXPIRY}"
+            f" WHERE {self._spec_holds(checked)} ON CONFLICT ({', '.join(self._keys)})"
+            f" DO UPDATE SET {', '.join(sets)}{'' if when is None else f' WHERE NOT {LIVE} OR ({when})'}"
+            + self._returning(f"kv_t.{VERSION}, kv_t.xmax = 0{extra}", rows, checked)
+        )
+
     def merge(self, changed: Collection[str], rows: bool, when: str | None = None) -> WriteStatement:
-        """Insert a full row (``kv_v*``: every column), or on a live row set only the
-        ``changed`` columns (the rest keep their values; over an expired row they take
-        the inserted ones); ``when``: a further condition on the stored live row
-        (the write does nothing when it fails; checked, else lean). Returns the
-        version, whether the row was new (not over an expired one), [the row]."""
+        """Insert a full row, or on a live row set only the ``changed`` columns (see
+        :meth:`_upsert`); ``when``: a further condition on the stored live row (the
+        write does nothing when it fails; checked, else lean). Returns the version,
+        whether the row was new, [the row]."""
         cache_key = ("merge", changed, rows, when)
-        text = self._cache.get(cache_key)
-        if text is None:
-            spec, names = self.spec, self._names
-            columns = ", ".join(names[c] for c in spec.columns)
-            values = ", ".join(self._value(c) for c in spec.columns)
-            sets = [
-                f"{names[c]} = EXCLUDED.{names[c]}"
-                if c in changed
-                else f"{names[c]} = CASE WHEN {LIVE} THEN kv_t.{names[c]} ELSE EXCLUDED.{names[c]} END"
-                for c in spec.columns
-                if not spec.is_key(c)
-            ]
-            sets.append(f"{VERSION} = CASE WHEN {LIVE} THEN kv_t.{VERSION} + 1 ELSE 1 END")
-            sets.append(f"{EXPIRES} = EXCLUDED.{EXPIRES}")
+        statement = self._cache.get(cache_key)
+        if statement is None:
+            setting = {c: f"EXCLUDED.{self._names[c]}" for c in changed}
             checked = when is not None
-            condition = f" WHERE NOT {LIVE} OR ({when})" if checked else ""
-            write = (
-                f"INSERT INTO {self._table} AS kv_t ({columns}, {VERSION}, {EXPIRES})"
-                f" SELECT {values}, 1, {EXPIRY} WHERE {self._spec_holds(checked)}"
-                f" ON CONFLICT ({', '.join(self._keys)}) DO UPDATE SET {', '.join(sets)}{condition}"
-                + self._returning(f"kv_t.{VERSION}, kv_t.xmax = 0", rows, checked)
-            )
-            text = self._cache[cache_key] = self._frame(write, checked)
-        return text
+            write = self._upsert(setting, when, checked, rows)
+            statement = self._cache[cache_key] = self._frame(write, checked)
+        return statement
 
     def insert(self, rows: bool) -> WriteStatement:
         """Insert a full row; over an expired row, replace it at version 1; a live row
@@ -160,33 +151,18 @@ class WriteSql:
         :data:`DOUBLE_GUARD` in magnitude), else insert the row with ``kv_v*`` (lean).
         Returns the version, whether new, the new value, [the row]."""
         cache_key = ("increment", column, rows)
-        text = self._cache.get(cache_key)
-        if text is None:
-            spec, names, name = self.spec, self._names, self._names[column]
-            columns = ", ".join(names[c] for c in spec.columns)
-            values = ", ".join(self._value(c) for c in spec.columns)
+        statement = self._cache.get(cache_key)
+        if statement is None:
+            name = self._names[column]
             current = f"COALESCE(kv_t.{name}, 0)"
-            if spec.type_of(column) is FieldType.DOUBLE:
+            if self.spec.type_of(column) is FieldType.DOUBLE:
                 guard = f"abs({current}) < {DOUBLE_GUARD!r}"
             else:
                 guard = f"{current} BETWEEN %(kv_lo)s::numeric AND %(kv_hi)s::numeric"
-            sets = [
-                f"{names[c]} = CASE WHEN {LIVE} THEN kv_t.{names[c]} ELSE EXCLUDED.{names[c]} END"
-                for c in spec.columns
-                if not spec.is_key(c) and c != column
-            ]
-            sets.append(f"{name} = CASE WHEN {LIVE} THEN {current} + EXCLUDED.{name} ELSE EXCLUDED.{name} END")
-            sets.append(f"{VERSION} = CASE WHEN {LIVE} THEN kv_t.{VERSION} + 1 ELSE 1 END")
-            sets.append(f"{EXPIRES} = EXCLUDED.{EXPIRES}")
-            write = (
-                f"INSERT INTO {self._table} AS kv_t ({columns}, {VERSION}, {EXPIRES})"
-                f" SELECT {values}, 1, {EXPIRY} WHERE {self._spec_holds(False)}"
-                f" ON CONFLICT ({', '.join(self._keys)}) DO UPDATE SET {', '.join(sets)}"
-                f" WHERE NOT {LIVE} OR {guard}"
-                + self._returning(f"kv_t.{VERSION}, kv_t.xmax = 0, kv_t.{name}", rows, False)
-            )
-            text = self._cache[cache_key] = self._frame(write, False)
-        return text
+            added = f"CASE WHEN {LIVE} THEN {current} + EXCLUDED.{name} ELSE EXCLUDED.{name} END"
+            write = self._upsert({column: added}, guard, False, rows, f", kv_t.{name}")
+            statement = self._cache[cache_key] = self._frame(write, False)
+        return statement
 
     def update(
         self, changed: tuple[str, ...], rows: bool, *, versioned: bool, expected: str | None = None
