@@ -119,16 +119,7 @@ def _typed(spec: spi.TableSpec, schema: pa.Schema, reader: Any) -> Iterator[pa.R
             return
         except pa.ArrowException:
             raise Undecided(None) from None
-        columns = []
-        first_bad: int | None = None
-        for name, column in zip(header, texts.columns):
-            typed, bad = typed_column(spec, name, column)
-            columns.append(typed)
-            if bad is not None and (first_bad is None or bad < first_bad):
-                first_bad = bad
-        if first_bad is not None:
-            raise Undecided(start + first_bad)
-        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+        yield _record_batch(schema, [typed_column(spec, n, c) for n, c in zip(header, texts.columns)], start)
         start += texts.num_rows
 
 
@@ -242,21 +233,12 @@ def read_json_batches(spec: spi.TableSpec, chunks: Iterator[Columns]) -> tuple[p
 
 
 def _json_typed(spec: spi.TableSpec, schema: pa.Schema, chunks: Iterator[Columns]) -> Iterator[pa.RecordBatch]:
-    import pyarrow as pa
 
     start = 0
     for chunk in chunks:
-        columns: list[pa.Array] = []
-        first_bad: int | None = None
-        for name in schema.names:
-            typed, bad = json_column(spec, name, chunk[name])
-            columns.append(typed)
-            if bad is not None and (first_bad is None or bad < first_bad):
-                first_bad = bad
-        if first_bad is not None:
-            raise Undecided(start + first_bad)
-        yield pa.RecordBatch.from_arrays(columns, schema=schema)
-        start += len(columns[0])
+        batch = _record_batch(schema, [json_column(spec, name, chunk[name]) for name in schema.names], start)
+        yield batch
+        start += batch.num_rows
 
 
 _JSON_KINDS: dict[FieldType, set[type]] = {
@@ -424,3 +406,14 @@ def batch_columns(batch: pa.RecordBatch) -> list[list[Any]]:
         else:
             columns.append(column.to_pylist())
     return columns
+
+
+def _record_batch(schema: pa.Schema, typed: list[tuple[pa.Array, int | None]], start: int) -> pa.RecordBatch:
+    """The typed columns as one record batch; :class:`Undecided` naming the first record
+    (counted from ``start``) that a column could not type."""
+    import pyarrow as pa
+
+    bad = [b for _, b in typed if b is not None]
+    if bad:
+        raise Undecided(start + min(bad))
+    return pa.RecordBatch.from_arrays([column for column, _ in typed], schema=schema)
