@@ -72,7 +72,10 @@ def changes(
             show_default=False,
         ),
     ] = None,
-    since: Annotated[int, typer.Option("--since", help="Print the events after this revision.")] = 0,
+    since: Annotated[
+        int | None,
+        typer.Option("--since", help="Print the events after this revision (default: the oldest kept)."),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", help="Print at most N events (whole revisions).", min=1)] = 1000,
     before: Annotated[
         int | None, typer.Option("--before", help="With `compact`: forget the events before this revision.")
@@ -94,11 +97,11 @@ def changes(
     for name in names:
         fed_spec(provider, name)
     page = _Page(provider, names or None, since, limit)
-    last = since
+    last = page.since
     if get_state(ctx).output_format(output) is OutputFormat.json:
         values = [event_json(e) for e in page]
         print(dumps(values))
-        last = values[-1]["revision"] if values else since
+        last = values[-1]["revision"] if values else page.since
     else:
 
         def lines() -> Iterator[dict[str, Any]]:
@@ -114,11 +117,20 @@ def changes(
 
 class _Page:
     """At most ``limit`` events ending at a revision boundary (so ``--since`` of the
-    last one continues exactly); a single revision larger than ``limit`` comes whole."""
+    last one continues exactly); a single revision larger than ``limit`` comes whole.
+    ``since`` None: from the oldest revision the feed still keeps (a compacted feed
+    says which in its error)."""
 
-    def __init__(self, provider: spi.Provider, tables: list[str] | None, since: int, limit: int) -> None:
-        self._provider, self._tables, self._since = provider, tables, since
-        self._first = list(provider.changes(tables, since=since, limit=limit + 1))
+    def __init__(self, provider: spi.Provider, tables: list[str] | None, since: int | None, limit: int) -> None:
+        self._provider, self._tables = provider, tables
+        try:
+            self.since = 0 if since is None else since
+            self._first = list(provider.changes(tables, since=self.since, limit=limit + 1))
+        except spi.errors.RevisionCompactedError as exc:
+            if since is not None:
+                raise
+            self.since = exc.oldest
+            self._first = list(provider.changes(tables, since=self.since, limit=limit + 1))
         self.more = len(self._first) > limit
         self._limit = limit
 
