@@ -337,6 +337,8 @@ class TableBase(ABC):
                 f"increment amount for {ftype} column {column!r} must be an integer, got {amount!r}",
                 column=column,
             )
+        if not ftype.is_integer:  # an int no double holds is out of range (not an OverflowError)
+            amount = validate_value(ftype, amount, column)
         old = self._current(k)
         current = None if old is None else old.values[column]
         new_value = validate_value(ftype, (current or 0) + amount, column, indexed=self.spec.is_indexed(column))

@@ -110,6 +110,8 @@ def test_failed_conditions_are_explained_by_the_general_path(p: Any) -> None:
     table.upsert({"k": "big", "x": 1.7e308})
     assert table.increment(("big",), "x", 1.7e308) == float("inf")  # Python's result, not PostgreSQL's error
     assert table.increment(("big",), "x", 1.0) == float("inf")
+    with pytest.raises(spi.errors.InvalidFieldError, match="out of range"):
+        table.increment(("big",), "x", 10**400)  # an int no double holds: the general path's error
 
 
 def test_a_write_over_an_expired_row_starts_again(p: Any) -> None:

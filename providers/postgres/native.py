@@ -20,19 +20,19 @@ from typing import Any
 import sqlalchemy as sa
 
 from providers.postgres.feed import OP_DELETE, OP_EXPIRE, Event, delete_event, put_event
-from providers.postgres.schema import EXPIRES, VERSION, live
+from providers.postgres.schema import EXPIRES, VERSION
 from providers.postgres.session import PgSession
-from providers.postgres.sql import compile_where, range_condition
+from providers.postgres.sql import live_rows
 from providers.postgres.statements import TableSql
 from providers.postgres.writes import DOUBLE_GUARD, WriteSql, WriteStatement, write_sql
 from spi.filters import Expr
 from spi.keys import KeyLike, Range, key_of
 from spi.spec import TableSpec
 from spi.table import TableBase
-from spi.types import FieldType, validate_value
+from spi.types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, FieldType, validate_value
 from spi.validate import checked_version, full_row, validate_changes, validate_row
 
-_INT_RANGES = {FieldType.INT: (-(2**31), 2**31 - 1), FieldType.LONG: (-(2**63), 2**63 - 1)}
+_INT_RANGES = {FieldType.INT: (INT32_MIN, INT32_MAX), FieldType.LONG: (INT64_MIN, INT64_MAX)}
 
 
 class NativeWrites(TableBase):
@@ -189,9 +189,9 @@ class NativeWrites(TableBase):
         w = self._writes
         params = w.params(self.name, k, self._lifetime(None))
         if ftype is FieldType.DOUBLE:
-            start = float(amount) + 0.0
-            if not abs(start) < DOUBLE_GUARD:  # also NaN
+            if not abs(amount) < DOUBLE_GUARD:  # also NaN, and an int too large for a double
                 return super().increment(key, column, amount)
+            start = float(amount) + 0.0
         else:
             lo, hi = _INT_RANGES[ftype]
             if not isinstance(amount, int) or not lo <= amount <= hi:
@@ -225,11 +225,7 @@ class NativeWrites(TableBase):
 
     def _range_conditions(self, range: Range | None, where: Expr | None) -> list[Any]:
         request = self._request(range, where, None, False, None, None)
-        t = self._sql.table
-        conditions = [*range_condition(t, self.spec, request.key_range), live(t)]
-        if request.where is not None:
-            conditions.append(compile_where(t, request.where))
-        return conditions
+        return live_rows(self._sql.table, self.spec, request.key_range, request.where)
 
     def update_range(
         self,

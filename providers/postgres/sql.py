@@ -153,6 +153,15 @@ def order_clauses(table: sa.Table, spec: TableSpec, order_by: str | None, descen
     return [first, *keys]
 
 
+def live_rows(table: sa.Table, spec: TableSpec, key_range: ResolvedRange, where: Expr | None) -> list[Any]:
+    """The conditions of the live rows in ``key_range`` matching ``where`` (what scans,
+    counts and range writes select)."""
+    conditions = [*range_condition(table, spec, key_range), live(table)]
+    if where is not None:
+        conditions.append(compile_where(table, where))
+    return conditions
+
+
 def scan_select(
     table: sa.Table,
     spec: TableSpec,
@@ -167,9 +176,7 @@ def scan_select(
 ) -> sa.Select[Any]:
     """The SELECT for a scan of the live rows: ``columns`` (default: every column, the
     version and the expiry)."""
-    conditions = [*range_condition(table, spec, key_range), live(table)]
-    if where is not None:
-        conditions.append(compile_where(table, where))
+    conditions = live_rows(table, spec, key_range, where)
     if after is not None:
         conditions.append(after_condition(table, spec, order_by, descending, after))
     selected = [table] if columns is None else [table.c[c] for c in columns]
@@ -181,10 +188,7 @@ def scan_select(
 
 def count_select(table: sa.Table, spec: TableSpec, key_range: ResolvedRange, where: Expr | None) -> sa.Select[Any]:
     """SELECT count(*) of the live rows for a range and filter."""
-    conditions = [*range_condition(table, spec, key_range), live(table)]
-    if where is not None:
-        conditions.append(compile_where(table, where))
-    return sa.select(sa.func.count()).select_from(table).where(*conditions)
+    return sa.select(sa.func.count()).select_from(table).where(*live_rows(table, spec, key_range, where))
 
 
 def key_histogram(table: sa.Table, spec: TableSpec) -> sa.Select[Any]:

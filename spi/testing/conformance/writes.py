@@ -128,6 +128,10 @@ class WriteTests:
         t.upsert({"name": "big", "n": 2**63 - 1})
         with pytest.raises(InvalidFieldError):
             t.increment(("big",), "n", 1)
+        for name in ("a", "new"):  # an int no double holds, over a stored double and over no row
+            with pytest.raises(InvalidFieldError, match="out of range"):
+                t.increment((name,), "x", 10**400)
+        assert t.read(("a",))["x"] == 2.5 and t.read(("new",)) is None
 
     def test_compare_and_swap(self, provider: Any) -> None:
         provider.admin.create(COUNTERS)
