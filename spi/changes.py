@@ -44,7 +44,11 @@ class Change:
     ``key`` holds the key columns; ``row`` is the whole row after the write (None for
     ``delete`` and ``expire``); ``version`` the row's new version (None likewise);
     ``time`` the commit time, an aware UTC datetime. Every event of one transaction
-    has its ``revision``.
+    has its ``revision``. ``created``: on a put, True when it found no live row (an
+    insert), else False; None for delete and expire. ``prev``: the whole row before
+    the write (None where there was none), filled only when the reader asked for it
+    (``prev=True``). ``expires_at``: the row's expiry after a put (None: never, and
+    for delete and expire).
     """
 
     revision: int
@@ -54,6 +58,9 @@ class Change:
     row: dict[str, Any] | None
     version: int | None
     time: dt.datetime
+    created: bool | None = None
+    prev: dict[str, Any] | None = None
+    expires_at: dt.datetime | None = None
 
 
 def check_revision(value: Any, what: str = "since") -> int:
