@@ -17,17 +17,21 @@ MAX_NAME_LENGTH = 63
 STAGING_PREFIX = "kv_stage_"
 """How the names of kvctl's hidden staging tables start (see :mod:`spi.staging`): a
 :class:`TableSpec` may carry such a name, while ``admin.create`` refuses it."""
+APPLIED_TABLE = "kv_applied"
+"""The hidden table of applied change-feed positions (:mod:`spi.applied`): a
+:class:`TableSpec` and ``admin.create`` take this one reserved name."""
 _WIDENINGS = {(FieldType.INT, FieldType.LONG), (FieldType.FLOAT, FieldType.DOUBLE)}
 
 
-def validate_name(name: Any, what: str, *, staging: bool = False) -> str:
+def validate_name(name: Any, what: str, *, staging: bool = False, internal: bool = False) -> str:
     """Check a table or column name against the contract's identifier rules
-    (``staging``: a staging table's name is allowed too)."""
+    (``staging``: a staging table's name is allowed too; ``internal``: :data:`APPLIED_TABLE`)."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise SchemaError(f"{what} name {name!r} is invalid: use letters, digits and _, not starting with a digit")
     if len(name) > MAX_NAME_LENGTH:
         raise SchemaError(f"{what} name {name!r} is longer than {MAX_NAME_LENGTH} characters")
-    if name.lower().startswith("kv_") and not (staging and name.startswith(STAGING_PREFIX)):
+    allowed = (staging and name.startswith(STAGING_PREFIX)) or (internal and name == APPLIED_TABLE)
+    if name.lower().startswith("kv_") and not allowed:
         raise SchemaError(f"{what} name {name!r} is reserved: names starting with 'kv_' belong to kvctl")
     return name
 
@@ -110,7 +114,7 @@ class TableSpec:
         changes: bool = False,
         ttl: int | float | None = None,
     ) -> None:
-        validate_name(name, "table", staging=True)
+        validate_name(name, "table", staging=True, internal=True)
         if not isinstance(changes, bool):
             raise SchemaError(f"changes of {name!r} must be true or false, got {changes!r}")
         if ttl is not None:

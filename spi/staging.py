@@ -21,7 +21,7 @@ import re
 import secrets
 
 from spi.errors import SchemaError
-from spi.spec import MAX_NAME_LENGTH, STAGING_PREFIX, TableSpec
+from spi.spec import APPLIED_TABLE, MAX_NAME_LENGTH, STAGING_PREFIX, TableSpec
 
 _TOKEN_DIGITS = 8
 _SUFFIX = re.compile(rf"_[0-9a-f]{{{_TOKEN_DIGITS}}}\Z")
@@ -47,12 +47,18 @@ def is_staging(name: str) -> bool:
     return name.startswith(STAGING_PREFIX) and _SUFFIX.search(name) is not None
 
 
+def is_hidden(name: str) -> bool:
+    """True for the tables ``list_tables`` never shows: staging tables and the applied
+    positions table (:mod:`spi.applied`)."""
+    return name == APPLIED_TABLE or is_staging(name)
+
+
 def stages(name: str, table: str) -> bool:
     """True if ``name`` is the name of a staging table of ``table``."""
     return is_staging(name) and name[: -1 - _TOKEN_DIGITS] == staging_base(table)
 
 
-__all__ = ["is_staging", "new_staging_name", "stages", "staging_base"]
+__all__ = ["is_hidden", "is_staging", "new_staging_name", "stages", "staging_base"]
 
 
 def check_stageable(spec: TableSpec) -> TableSpec:

@@ -32,7 +32,7 @@ from providers.postgres.transaction import PgTransaction, begin
 from spi.errors import ConflictError, IncompatibleSchemaError, SchemaError, TableExistsError, TableNotFoundError
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
-from spi.staging import check_stageable, is_staging, new_staging_name, stages, staging_base
+from spi.staging import check_stageable, is_hidden, new_staging_name, stages, staging_base
 
 SWEEP_BATCH = 1000
 """Expired rows a sweep removes per transaction."""
@@ -130,7 +130,7 @@ class PgAdmin(Admin):
         catalog = self._db.catalog
         with begin(self._db) as tx:
             names = [r[0] for r in tx.execute(sa.select(catalog.c.name)).fetchall()]
-        return sorted(n for n in names if not is_staging(n))
+        return sorted(n for n in names if not is_hidden(n))
 
     def drop(self, name: str, *, missing_ok: bool = False) -> None:
         """Drop table ``name`` with its rows and indexes."""
@@ -268,7 +268,7 @@ def _reflect(tx: PgTransaction, schema: str, name: str) -> tuple[dict[str, str],
 def _check_spec(spec: Any) -> None:
     if not isinstance(spec, TableSpec):
         raise SchemaError(f"expected a TableSpec, got {type(spec).__name__}")
-    validate_name(spec.name, "table")
+    validate_name(spec.name, "table", internal=True)
 
 
 __all__ = ["PgAdmin"]

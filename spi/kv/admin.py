@@ -19,7 +19,7 @@ from spi.kv.transaction import KvTransaction, stored_layout
 from spi.kv.verify import verify_table
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
-from spi.staging import check_stageable, is_staging, new_staging_name, stages, staging_base
+from spi.staging import check_stageable, is_hidden, new_staging_name, stages, staging_base
 
 SWEEP_BATCH = 1000
 """Expired rows a sweep removes per commit."""
@@ -90,7 +90,7 @@ class KvAdmin(Admin):
         """Every table name, sorted by code point."""
         with self._reading() as view:
             names = _names(view, CATALOG)
-        return sorted(n for n in names if not is_staging(n))
+        return sorted(n for n in names if not is_hidden(n))
 
     def drop(self, name: str, *, missing_ok: bool = False) -> None:
         """Drop table ``name`` and all its rows and index entries."""
@@ -174,4 +174,4 @@ def _check_same(first: TableSpec, second: TableSpec) -> None:
 def _check_spec(spec: Any) -> None:
     if not isinstance(spec, TableSpec):
         raise SchemaError(f"expected a TableSpec, got {type(spec).__name__}")
-    validate_name(spec.name, "table")
+    validate_name(spec.name, "table", internal=True)

@@ -21,7 +21,7 @@ from spi.errors import (
     TableNotFoundError,
 )
 from spi.spec import TableSpec, validate_name
-from spi.staging import check_stageable, is_staging, new_staging_name, stages
+from spi.staging import check_stageable, is_hidden, new_staging_name, stages
 from spi.testing.reference.feed import Feed, Pending
 from spi.testing.reference.records import StoredTable
 from spi.testing.reference.table import ReferenceTable, load_batches
@@ -51,7 +51,7 @@ class ReferenceAdmin:
 
     def list_tables(self) -> list[str]:
         """Table names in code point order (staging tables are hidden)."""
-        return sorted(n for n in self._tables if not is_staging(n))
+        return sorted(n for n in self._tables if not is_hidden(n))
 
     def drop(self, name: str, *, missing_ok: bool = False) -> None:
         """Forget a table; :class:`TableNotFoundError` if it is missing (unless ``missing_ok``)."""
