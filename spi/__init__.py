@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from spi import errors
     from spi.capabilities import Capability
-    from spi.changes import Change
+    from spi.changes import Change, Progress
     from spi.errors import (
         ConflictError,
         IncompatibleSchemaError,
@@ -45,6 +45,7 @@ _HOMES = {
     "errors": "spi.errors",
     "Capability": "spi.capabilities",
     "Change": "spi.changes",
+    "Progress": "spi.changes",
     **dict.fromkeys(
         [
             "ConflictError",
@@ -111,6 +112,7 @@ __all__ = [
     "KvError",
     "LimitExceededError",
     "Page",
+    "Progress",
     "Provider",
     "ProviderBase",
     "ProviderUnavailableError",

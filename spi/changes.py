@@ -14,13 +14,13 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from spi.codec import encode_key
 from spi.errors import InvalidFieldError, KvError, SchemaError
-from spi.keys import KeyLike, normalize_key, normalize_prefix
+from spi.keys import KeyLike, Range, normalize_key, normalize_prefix
 from spi.spec import TableSpec
 
 DEFAULT_RETENTION = 7 * 24 * 3600.0
@@ -63,6 +63,47 @@ class Change:
     expires_at: dt.datetime | None = None
 
 
+@dataclass(frozen=True)
+class Progress:
+    """A watch's bookmark (``watch(progress=SECONDS)``, and after an ``initial``
+    snapshot): every matching event with a revision <= ``revision`` has been yielded,
+    so a watch restarted with ``since=revision`` misses nothing."""
+
+    revision: int
+
+
+class Wanted(NamedTuple):
+    """What a reader of a feed keeps and decodes: ``ops`` the kept operations as
+    positions in :data:`OPS` (None: all), ``prev`` whether events carry the row before
+    the write."""
+
+    ops: frozenset[int] | None = None
+    prev: bool = False
+
+    def keeps(self, op: int) -> bool:
+        """True if events of operation ``op`` (a position in :data:`OPS`) are kept."""
+        return self.ops is None or op in self.ops
+
+
+def check_wanted(prev: Any, ops: Any) -> Wanted:
+    """The ``prev`` and ``ops`` arguments of ``changes``/``watch``: ``prev`` a bool,
+    ``ops`` None or an iterable of ``"put"``, ``"delete"``, ``"expire"`` (one name
+    alone is accepted too); anything else is an :class:`InvalidFieldError`."""
+    if not isinstance(prev, bool):
+        raise InvalidFieldError(f"prev must be True or False, got {prev!r}")
+    if ops is None:
+        return Wanted(None, prev)
+    names = [ops] if isinstance(ops, str) else ops
+    if not isinstance(names, Iterable):
+        raise InvalidFieldError(f"ops must be a set of operations ({', '.join(OPS)}), got {ops!r}")
+    kept = []
+    for op in names:
+        if op not in OPS:
+            raise InvalidFieldError(f"ops may name only {', '.join(OPS)}, got {op!r}")
+        kept.append(OPS.index(op))
+    return Wanted(frozenset(kept), prev)
+
+
 def check_revision(value: Any, what: str = "since") -> int:
     """A revision argument: a non-negative integer (``InvalidFieldError`` otherwise)."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -98,16 +139,58 @@ def check_tables(tables: Any, key: Any, prefix: Any) -> list[str] | None:
     return names
 
 
+class WatchArgs(NamedTuple):
+    """The checked arguments of ``watch``."""
+
+    names: list[str]
+    """Its one table, as ``[name]``."""
+    since: int | None
+    """Where it starts (None: the current revision)."""
+    timeout: float | None
+    """Seconds without a matching event before it ends (None: never)."""
+    wanted: Wanted
+    """The ops it keeps and whether events carry ``prev``."""
+    progress: float | None
+    """Seconds between :class:`Progress` bookmarks while nothing matches (None: none)."""
+    initial: bool
+    """Whether it starts with the live rows (:func:`with_initial`)."""
+
+
 def check_watch(
-    table: Any, key: Any, prefix: Any, since: Any, timeout: Any
-) -> tuple[list[str], int | None, float | None]:
-    """The arguments of ``watch`` checked: its one table (as ``[name]``), ``since``
-    (None: from the current revision) and ``timeout`` in seconds (None: no limit)."""
+    table: Any,
+    key: Any,
+    prefix: Any,
+    since: Any,
+    timeout: Any,
+    prev: Any = False,
+    ops: Any = None,
+    progress: Any = None,
+    initial: Any = False,
+) -> WatchArgs:
+    """The arguments of ``watch`` checked (:class:`InvalidFieldError` on a bad one)."""
     if not isinstance(table, str):
         raise InvalidFieldError(f"watch takes one table name, got {table!r}")
     names = check_tables(table, key, prefix)
     assert names is not None
-    return names, None if since is None else check_revision(since), check_timeout(timeout)
+    if progress is not None and (
+        isinstance(progress, bool)
+        or not isinstance(progress, (int, float))
+        or not math.isfinite(progress)
+        or progress <= 0
+    ):
+        raise InvalidFieldError(f"progress must be a positive number of seconds, got {progress!r}")
+    if not isinstance(initial, bool):
+        raise InvalidFieldError(f"initial must be True or False, got {initial!r}")
+    if initial and since is not None:
+        raise InvalidFieldError("initial starts at the revision its rows are read at: give initial or since, not both")
+    return WatchArgs(
+        names,
+        None if since is None else check_revision(since),
+        check_timeout(timeout),
+        check_wanted(prev, ops),
+        None if progress is None else float(progress),
+        initial,
+    )
 
 
 def require_feed(spec: TableSpec) -> TableSpec:
@@ -167,36 +250,126 @@ class ChangeSignal(Protocol):
 
 def follow(
     read: Callable[[], tuple[list[Change], bool]],
+    position: Callable[[], int],
     signal: ChangeSignal,
-    timeout: float | None,
+    args: WatchArgs,
     *,
     recheck: float = 1.0,
-) -> Iterator[Change]:
-    """The live part of ``watch``: ``read()`` returns events committed since its
-    previous call and whether more are already waiting (raising when the table is
-    gone); yield them, then, when caught up, wait for the signal and read again.
-    Ends after ``timeout`` seconds without an event.
+) -> Iterator[Change | Progress]:
+    """The live part of ``watch``: ``read()`` returns the matching events committed
+    since its previous call and whether more are already waiting (raising when the
+    table is gone); yield them, then, when caught up, wait for the signal and read
+    again. Ends after ``args.timeout`` seconds without an event. With
+    ``args.progress``, a caught-up read that comes ``progress`` seconds after the last
+    line yields ``Progress(position())``: ``position()`` is the revision the reader has
+    read everything up to (the store's revision at that read).
 
     The marker is taken before each read, so a commit that lands after the read
     changes it and wakes the wait; ``recheck`` seconds bound a wait in any case
     (a store whose signal was missed still delivers, later).
     """
-    last = time.monotonic()
+    timeout, progress = args.timeout, args.progress
+    last = quiet = time.monotonic()  # the last event (timeout); the last line (progress)
     while True:
         marker = signal.mark()
         events, more = read()
         for event in events:
             yield event
-            last = time.monotonic()
+            last = quiet = time.monotonic()
         if more:
             continue
+        now = time.monotonic()
+        if progress is not None and now - quiet >= progress:
+            yield Progress(position())
+            quiet = now
         wait = recheck
         if timeout is not None:
-            left = last + timeout - time.monotonic()
+            left = last + timeout - now
             if left <= 0:
                 return
             wait = min(wait, left)
+        if progress is not None:
+            wait = min(wait, quiet + progress - now)
         signal.wait(marker, wait)
+
+
+class FeedReader(Protocol):
+    """What :func:`watching` needs of a provider (any :class:`spi.protocols.Provider`)."""
+
+    @property
+    def admin(self) -> Any:
+        """The provider's admin (``get_spec``)."""
+
+    def revision(self) -> int:
+        """The store's current revision."""
+
+    def changes(self, tables: str, *, since: int, key: Any, prefix: Any) -> Iterator[Change]:
+        """Recorded events after ``since``."""
+
+    def table(self, name: str) -> Any:
+        """An auto-commit handle of ``name``."""
+
+
+def watching(
+    provider: FeedReader,
+    args: WatchArgs,
+    key: KeyLike | None,
+    prefix: KeyLike | None,
+    live: Callable[[WatchArgs], Iterator[Change | Progress]],
+) -> Iterator[Change | Progress]:
+    """A provider's ``watch``: ``live(args)`` (the provider's reader of the events
+    after ``args.since``), after the live rows when ``args.initial`` (see
+    :func:`_with_initial`; the table and the key are checked now)."""
+    if not args.initial:
+        return live(args)
+    spec = require_feed(provider.admin.get_spec(args.names[0]))
+    key_filter(spec, key, prefix)
+    return _with_initial(provider, spec, key, prefix, args, live)
+
+
+def _with_initial(
+    provider: FeedReader,
+    spec: TableSpec,
+    key: KeyLike | None,
+    prefix: KeyLike | None,
+    args: WatchArgs,
+    live: Callable[[WatchArgs], Iterator[Change | Progress]],
+) -> Iterator[Change | Progress]:
+    """``watch(initial=True)``: the live rows matching ``key``/``prefix`` as put
+    events (``created`` True, no ``prev``) at the revision R they stand at, then
+    ``Progress(R)``, then the events after R.
+
+    Written once over the public API of any provider: R0 is read, the rows scanned
+    (page by page, not a snapshot), R read again; the recorded events in (R0, R]
+    (written during the scan) are applied over what the scan met, which gives the
+    rows exactly as they stood at R. Their ``time`` is the time of the read.
+    """
+    start = provider.revision()
+    handle = provider.table(spec.name)
+    scope: Range | None = None
+    if key is not None or prefix is not None:
+        scope = Range.singleton(key) if key is not None else Range.prefix(prefix)  # type: ignore[arg-type]
+    names, types = spec.primary_key, spec.key_types
+    rows: dict[tuple[Any, ...], tuple[dict[str, Any], int, dt.datetime | None]] = {}
+    for row in handle.scan(scope):
+        values = dict(row)
+        rows[tuple(values[k] for k in names)] = (values, row.version, row.expires_at)
+    at = provider.revision()
+    for event in provider.changes(spec.name, since=start, key=key, prefix=prefix):
+        if event.revision > at:
+            break
+        k = tuple(event.key[c] for c in names)
+        if event.row is None or event.version is None:
+            rows.pop(k, None)
+        else:
+            rows[k] = (event.row, event.version, event.expires_at)
+    now = dt.datetime.now(dt.UTC)
+    if args.wanted.keeps(0):
+        for k in sorted(rows, key=lambda k: encode_key(types, k)):
+            values, version, expires = rows[k]
+            yield Change(at, spec.name, PUT, dict(zip(names, k)), values, version, now, True, None, expires)
+    yield Progress(at)
+    yield from live(args._replace(since=at))
 
 
 __all__ = [
@@ -206,11 +379,18 @@ __all__ = [
     "PUT",
     "Change",
     "ChangeSignal",
+    "FeedReader",
+    "Progress",
+    "Wanted",
+    "WatchArgs",
     "check_revision",
     "check_tables",
     "check_timeout",
+    "check_wanted",
+    "check_watch",
     "follow",
     "key_filter",
     "no_change_feeds",
     "require_feed",
+    "watching",
 ]

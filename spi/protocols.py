@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, runtime_checkabl
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from spi.changes import Change
+    from spi.changes import Change, Progress
     from spi.filters import Expr
     from spi.keys import KeyLike, Range
     from spi.primitives import ColumnBatch
@@ -255,9 +255,12 @@ class Provider(Protocol):
         key: KeyLike | None = None,
         prefix: KeyLike | None = None,
         limit: int | None = None,
+        prev: bool = False,
+        ops: Iterable[str] | None = None,
     ) -> Iterator[Change]:
         """Recorded events with revision > ``since`` up to the current revision, in
-        (revision, call order); ``tables=None``: every change-fed table."""
+        (revision, call order); ``tables=None``: every change-fed table; ``ops``: only
+        these operations; ``prev``: events carry the row before the write."""
 
     def watch(
         self,
@@ -267,9 +270,15 @@ class Provider(Protocol):
         prefix: KeyLike | None = None,
         since: int | None = None,
         timeout: float | None = None,
-    ) -> Iterator[Change]:
+        prev: bool = False,
+        ops: Iterable[str] | None = None,
+        progress: float | None = None,
+        initial: bool = False,
+    ) -> Iterator[Change | Progress]:
         """The events after ``since`` (default: the current revision), then live events
-        as transactions commit in any process; ends after ``timeout`` seconds without one."""
+        as transactions commit in any process; ends after ``timeout`` seconds without one.
+        ``progress``: a :class:`spi.changes.Progress` bookmark every ``progress`` seconds
+        without a matching event; ``initial``: the live rows first (SPI.md)."""
 
     def compact(self, revision: int) -> None:
         """Forget the events with revision <= ``revision``."""

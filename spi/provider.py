@@ -15,7 +15,7 @@ from itertools import chain
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from spi.changes import Change, no_change_feeds
+from spi.changes import Change, Progress, no_change_feeds
 from spi.errors import ConflictError, InvalidFieldError, TableNotFoundError
 from spi.filters import Expr
 from spi.keys import KeyLike, Range
@@ -159,6 +159,8 @@ class ProviderBase(Provider, ABC):
         key: KeyLike | None = None,
         prefix: KeyLike | None = None,
         limit: int | None = None,
+        prev: bool = False,
+        ops: Iterable[str] | None = None,
     ) -> Iterator[Change]:
         """Recorded events after ``since`` (see :mod:`spi.changes`)."""
         raise no_change_feeds(type(self).__name__)
@@ -171,7 +173,11 @@ class ProviderBase(Provider, ABC):
         prefix: KeyLike | None = None,
         since: int | None = None,
         timeout: float | None = None,
-    ) -> Iterator[Change]:
+        prev: bool = False,
+        ops: Iterable[str] | None = None,
+        progress: float | None = None,
+        initial: bool = False,
+    ) -> Iterator[Change | Progress]:
         """Recorded, then live events of one table (see :mod:`spi.changes`)."""
         raise no_change_feeds(type(self).__name__)
 

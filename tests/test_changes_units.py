@@ -13,7 +13,19 @@ from typing import Any
 import pytest
 
 import spi
-from spi.changes import Change, check_revision, check_tables, check_timeout, follow, key_filter, require_feed
+from spi.changes import (
+    Change,
+    Progress,
+    Wanted,
+    check_revision,
+    check_tables,
+    check_timeout,
+    check_wanted,
+    check_watch,
+    follow,
+    key_filter,
+    require_feed,
+)
 from spi.errors import InvalidFieldError, KvError, RevisionCompactedError, SchemaError
 from spi.spec import plan_schema_change
 
@@ -128,9 +140,34 @@ def test_follow_yields_what_each_read_returns_and_stops_after_the_timeout() -> N
         [Change(2, "t", "delete", {"k": 2}, None, None, when)],
     ]
     signal = _Signal()
-    got = [c.revision for c in follow(lambda: (batches.pop(0) if batches else [], False), signal, 0.05)]
+    args = check_watch("t", None, None, None, 0.05)
+    got = [c.revision for c in follow(lambda: (batches.pop(0) if batches else [], False), lambda: 9, signal, args)]
     assert got == [1, 2]
     assert signal.waits and all(w <= 0.05 for w in signal.waits)
+
+
+def test_follow_yields_progress_while_nothing_matches_and_progress_does_not_reset_the_timeout() -> None:
+    signal = _Signal()
+    args = check_watch("t", None, None, None, 0.2, progress=0.05)
+    got = list(follow(lambda: ([], False), lambda: 7, signal, args))
+    assert got and all(g == Progress(7) for g in got)
+    assert 2 <= len(got) <= 5  # about every 0.05 s, and the timeout still ends it
+
+
+def test_ops_prev_progress_and_initial_are_checked() -> None:
+    assert check_wanted(False, None) == Wanted(None, False)
+    assert check_wanted(True, ["put", "expire"]) == Wanted(frozenset({0, 2}), True)
+    assert check_wanted(False, "delete").ops == frozenset({1})
+    for prev, ops in ((1, None), (False, {"puts"}), (False, 3), (False, [None])):
+        with pytest.raises(InvalidFieldError):
+            check_wanted(prev, ops)
+    for progress in (0, -1, True, float("nan"), "1"):
+        with pytest.raises(InvalidFieldError, match="progress"):
+            check_watch("t", None, None, None, None, progress=progress)
+    with pytest.raises(InvalidFieldError, match="initial"):
+        check_watch("t", None, None, 3, None, initial=True)
+    with pytest.raises(InvalidFieldError, match="initial"):
+        check_watch("t", None, None, None, None, initial="yes")
 
 
 def test_a_provider_without_change_feeds_says_so() -> None:

@@ -17,9 +17,12 @@ from typing import Any
 from spi.changes import (
     OPS,
     Change,
+    Progress,
+    Wanted,
+    WatchArgs,
     check_revision,
     check_tables,
-    check_watch,
+    check_wanted,
     chunked,
     follow,
     key_filter,
@@ -29,7 +32,19 @@ from spi.codec import decode_key, from_micros, prefix_successor
 from spi.errors import InvalidFieldError, RevisionCompactedError, TableNotFoundError
 from spi.keys import KeyLike
 from spi.kv.buffer import WriteBuffer
-from spi.kv.feed import compacted_through, current_revision, forget_through, parse_page, parse_page_key, revision_start
+from spi.kv.feed import (
+    OP_CREATE,
+    OP_PUT,
+    OP_UPDATE,
+    PUBLIC_OPS,
+    compacted_through,
+    current_revision,
+    forget_through,
+    parse_page,
+    parse_page_key,
+    revision_start,
+    split_update,
+)
 from spi.kv.layout import CATALOG, Layout, LayoutCache
 from spi.kv.store import OrderedStore, StoreSession
 from spi.kv.transaction import KvTransaction, stored_layout
@@ -46,10 +61,13 @@ class _Selection:
     """The tables and key filter of one ``changes`` or ``watch`` call, resolved in
     each session (the first resolution pins the tables' ids)."""
 
-    def __init__(self, names: list[str] | None, key: KeyLike | None, prefix: KeyLike | None) -> None:
+    def __init__(
+        self, names: list[str] | None, key: KeyLike | None, prefix: KeyLike | None, wanted: Wanted = Wanted()
+    ) -> None:
         self.names = names
         self.key = key
         self.prefix = prefix
+        self.wanted = wanted
         self._ids: dict[str, int] = {}
         self._filter: tuple[bytes, bool] | None = None
 
@@ -80,13 +98,23 @@ class _Selection:
         return row_key == wanted if exact else row_key.startswith(wanted)
 
 
-def _decode(layout: Layout, revision: int, op: int, row_key: bytes, stored: bytes | None, when: Any) -> Change:
+def _decode(layout: Layout, revision: int, op: int, row_key: bytes, data: bytes, when: Any, prev: bool) -> Change:
+    """The event of a stored ``op`` with its bytes (see :data:`spi.kv.feed.OP_PUT`);
+    ``prev``: decode the row before the write too."""
     spec = layout.spec
     key = dict(zip(spec.primary_key, decode_key(spec.key_types, row_key, _ROW_PREFIX)[0]))
-    if stored is None:
-        return Change(revision, spec.name, OPS[op], key, None, None, when)
-    row = layout.decode_row(stored)
-    return Change(revision, spec.name, OPS[op], key, row.values, row.version, when)
+    old: bytes = b""
+    if op == OP_UPDATE:
+        data, old = split_update(data)
+    elif op not in (OP_PUT, OP_CREATE):
+        data, old = b"", data
+    before = layout.decode_row(old).values if prev and old else None
+    if not data:
+        return Change(revision, spec.name, OPS[op], key, None, None, when, None, before)
+    row = layout.decode_row(data)
+    created = None if op == OP_PUT else op == OP_CREATE
+    expires = None if row.expires is None else from_micros(row.expires)
+    return Change(revision, spec.name, OPS[0], key, row.values, row.version, when, created, before, expires)
 
 
 class _Reader:
@@ -134,6 +162,7 @@ class _Reader:
             out: list[Change] = []
             scanned = 0
             matches = self._selection.matches
+            keeps, prev = self._selection.wanted
             for k, v in view.iterate(self._page, revision_start(last + 1), False):
                 revision, _ = parse_page_key(k)
                 micros, events = parse_page(v)
@@ -143,8 +172,8 @@ class _Reader:
                 for i in range(skip, len(events)):
                     op, row_key, stored = events[i]
                     layout = tables.get(row_key[:_ROW_PREFIX])
-                    if layout is not None and matches(row_key):
-                        out.append(_decode(layout, revision, op, row_key, stored, when))
+                    if layout is not None and (keeps is None or PUBLIC_OPS[op] in keeps) and matches(row_key):
+                        out.append(_decode(layout, revision, op, row_key, stored, when, prev))
                         if limit is not None and len(out) >= limit:
                             self._page, self._skip = k, i + 1
                             return out, True
@@ -157,6 +186,10 @@ class _Reader:
             return out, False
         finally:
             view.discard()
+
+    def position(self) -> int:
+        """The revision every event up to which has been read."""
+        return self._done
 
 
 def revision(session: Callable[[], StoreSession]) -> int:
@@ -176,13 +209,15 @@ def changes(
     key: KeyLike | None,
     prefix: KeyLike | None,
     limit: int | None,
+    prev: bool = False,
+    ops: Any = None,
 ) -> Iterator[Change]:
     """See :meth:`spi.protocols.Provider.changes`: the first chunk is read now (so
     errors raise at the call), the rest in later sessions; the feed ends at the
     revision current at the call."""
     names = check_tables(tables, key, prefix)
     n = check_limit(limit)
-    reader = _Reader(session, cache, _Selection(names, key, prefix))
+    reader = _Reader(session, cache, _Selection(names, key, prefix, check_wanted(prev, ops)))
     end = reader.start(check_revision(since))
     if n == 0:
         return iter(())
@@ -207,18 +242,15 @@ def watch(
     session: Callable[[], StoreSession],
     cache: LayoutCache,
     store: OrderedStore,
-    table: str,
+    args: WatchArgs,
     key: KeyLike | None,
     prefix: KeyLike | None,
-    since: int | None,
-    timeout: float | None,
-) -> Iterator[Change]:
-    """See :meth:`spi.protocols.Provider.watch` (arguments, the table and ``since``
-    are checked now)."""
-    names, start, wait = check_watch(table, key, prefix, since, timeout)
-    reader = _Reader(session, cache, _Selection(names, key, prefix))
-    reader.start(start)
-    return follow(lambda: reader.read(None, None), _StoreSignal(store), wait, recheck=RECHECK)
+) -> Iterator[Change | Progress]:
+    """See :meth:`spi.protocols.Provider.watch` (the checked ``args``; the table and
+    ``since`` are checked now)."""
+    reader = _Reader(session, cache, _Selection(args.names, key, prefix, args.wanted))
+    reader.start(args.since)
+    return follow(lambda: reader.read(None, None), reader.position, _StoreSignal(store), args, recheck=RECHECK)
 
 
 def compact(transaction: Callable[[], KvTransaction], through: int) -> None:

@@ -14,6 +14,12 @@ time), not one entry each, and a page is built column by column: a bulk load of
 10,000 rows adds 10 entries to its batch instead of 10,000, framed by a few joins
 in C. That is what keeps a change-fed load near 1.2x the time of a plain one.
 
+An event stores its op, the row key and bytes whose meaning the op gives
+(:data:`OP_CREATE`...): the row as stored after a put, and the row as stored before
+the write where there was one (``prev``) — the very bytes the write read, never
+encoded again. A store written before ``created``/``prev`` existed has puts as
+:data:`OP_PUT` and deletes without bytes: they read with ``created``/``prev`` None.
+
 Compaction (``compact`` and the retention period) range-deletes the oldest pages
 and records the revision the feed is compacted through. Retention runs at most
 once per :attr:`FeedSettings.check_every` seconds per provider, in a commit that
@@ -42,12 +48,21 @@ _ONE = struct.Struct("<BII")  # the op and lengths of a page of one event
 PAGE = 1000
 """Events per stored page."""
 
-OP_PUT, OP_DELETE, OP_EXPIRE = 0, 1, 2
-"""Stored event operations: positions in :data:`spi.changes.OPS`."""
+OP_PUT, OP_DELETE, OP_EXPIRE, OP_CREATE, OP_UPDATE = 0, 1, 2, 3, 4
+"""Stored event operations and their bytes: :data:`OP_PUT` a put written before
+``created`` existed (the row after it); :data:`OP_DELETE`, :data:`OP_EXPIRE` the
+removed row as it was stored (empty when written before ``prev`` existed);
+:data:`OP_CREATE` a put that found no live row (the row after it); :data:`OP_UPDATE`
+a put over a live row (the new row's length, 4 bytes little-endian, the new row, the
+old row)."""
+PUBLIC_OPS = (0, 1, 2, 0, 0)
+"""Each stored op's position in :data:`spi.changes.OPS`."""
 
 Events = tuple[int, bytes, bytes] | tuple[list[bytes], list[bytes]]
-"""What a write adds to ``WriteBuffer.events``: one event ``(op, row key, stored row
-or b"")`` or a batch of puts ``(row keys, stored rows)`` (a load)."""
+"""What a write adds to ``WriteBuffer.events``: one event ``(op, row key, its
+bytes)`` or a batch of created rows ``(row keys, stored rows)`` (a load)."""
+_CREATES = bytes([OP_CREATE]) * PAGE
+_NEW_LENGTH = struct.Struct("<I")
 
 
 def page_key(revision: int, page: int) -> bytes:
@@ -74,9 +89,9 @@ def _lengths(data: bytes) -> array[int]:
     return lengths
 
 
-def parse_page(value: bytes) -> tuple[int, list[tuple[int, bytes, bytes | None]]]:
-    """The commit time (µs) of a stored page and its events, each ``(op, row key,
-    stored row or None)``."""
+def parse_page(value: bytes) -> tuple[int, list[tuple[int, bytes, bytes]]]:
+    """The commit time (µs) of a stored page and its events, each ``(stored op, row
+    key, its bytes)`` (see :data:`OP_PUT`)."""
     when, n = _PAGE_HEAD.unpack_from(value)
     ops_at = _PAGE_HEAD.size
     keys_at = ops_at + n
@@ -89,7 +104,7 @@ def parse_page(value: bytes) -> tuple[int, list[tuple[int, bytes, bytes | None]]
         pos += length
     events = []
     for op, key, length in zip(value[ops_at:keys_at], keys, stored_lengths):
-        events.append((op, key, value[pos : pos + length] if op == OP_PUT else None))
+        events.append((op, key, value[pos : pos + length]))
         pos += length
     return when, events
 
@@ -139,7 +154,7 @@ def _pages(when: int, events: list[Events]) -> list[bytes]:
             while i < len(keys):
                 take = min(PAGE - len(page), len(keys) - i)
                 ks, ss = keys[i : i + take], rows[i : i + take]
-                page.ops += bytes(take)  # OP_PUT
+                page.ops += _CREATES[:take]
                 page.key_lengths.extend(map(len, ks))
                 page.stored_lengths.extend(map(len, ss))
                 page.keys.append(b"".join(ks))
@@ -157,19 +172,29 @@ def _pages(when: int, events: list[Events]) -> list[bytes]:
     return pages
 
 
-def put_event(row_key: bytes, stored: bytes) -> Events:
-    """The event of a write that left the row stored as ``stored`` under ``row_key``."""
-    return (OP_PUT, row_key, stored)
+def put_event(row_key: bytes, stored: bytes, prev: bytes | None) -> Events:
+    """The event of a write that left the row stored as ``stored`` under ``row_key``
+    over the live row stored as ``prev`` (None: there was none)."""
+    if prev is None:
+        return (OP_CREATE, row_key, stored)
+    return (OP_UPDATE, row_key, b"".join((_NEW_LENGTH.pack(len(stored)), stored, prev)))
+
+
+def split_update(data: bytes) -> tuple[bytes, bytes]:
+    """The new and the old stored row of an :data:`OP_UPDATE` event's bytes."""
+    (n,) = _NEW_LENGTH.unpack_from(data)
+    end = _NEW_LENGTH.size + n
+    return data[_NEW_LENGTH.size : end], data[end:]
 
 
 def put_events(row_keys: list[bytes], stored: list[bytes]) -> Events:
-    """The events of a batch of rows stored as ``stored`` under ``row_keys`` (a load)."""
+    """The events of a batch of new rows stored as ``stored`` under ``row_keys`` (a load)."""
     return (row_keys, stored)
 
 
-def delete_event(row_key: bytes, op: int = OP_DELETE) -> Events:
-    """The event of the removal of the row under ``row_key``."""
-    return (op, row_key, b"")
+def delete_event(row_key: bytes, prev: bytes, op: int = OP_DELETE) -> Events:
+    """The event of the removal of the row stored as ``prev`` under ``row_key``."""
+    return (op, row_key, prev)
 
 
 class FeedSettings:
@@ -248,7 +273,13 @@ def _trim(buffer: WriteBuffer, cutoff: int, newest: int) -> None:
 
 
 __all__ = [
+    "OP_CREATE",
+    "OP_DELETE",
+    "OP_EXPIRE",
+    "OP_PUT",
+    "OP_UPDATE",
     "PAGE",
+    "PUBLIC_OPS",
     "Events",
     "FeedSettings",
     "compacted_through",
@@ -262,4 +293,5 @@ __all__ = [
     "put_events",
     "record",
     "revision_start",
+    "split_update",
 ]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from spi.changes import DEFAULT_RETENTION
+from spi.changes import DEFAULT_RETENTION, check_watch, watching
 from spi.errors import KvError
 from spi.keys import KeyLike
 from spi.kv.autocommit import KvAutoCommitTable
@@ -17,7 +17,7 @@ from spi.provider import ProviderBase
 from spi.sweeper import DEFAULT_SWEEP_INTERVAL, BackgroundSweeper
 
 if TYPE_CHECKING:  # imported when first used: a one-off read or count needs neither
-    from spi.changes import Change
+    from spi.changes import Change, Progress
     from spi.kv.admin import KvAdmin
 
 
@@ -87,11 +87,13 @@ class KvProvider(ProviderBase):
         key: KeyLike | None = None,
         prefix: KeyLike | None = None,
         limit: int | None = None,
+        prev: bool = False,
+        ops: Iterable[str] | None = None,
     ) -> Iterator[Change]:
         """Recorded events after ``since`` up to the current revision (see :mod:`spi.kv.changes`)."""
         from spi.kv import changes as feed_reads
 
-        return feed_reads.changes(self.session, self.layouts, tables, since, key, prefix, limit)
+        return feed_reads.changes(self.session, self.layouts, tables, since, key, prefix, limit, prev, ops)
 
     def watch(
         self,
@@ -101,13 +103,24 @@ class KvProvider(ProviderBase):
         prefix: KeyLike | None = None,
         since: int | None = None,
         timeout: float | None = None,
-    ) -> Iterator[Change]:
+        prev: bool = False,
+        ops: Iterable[str] | None = None,
+        progress: float | None = None,
+        initial: bool = False,
+    ) -> Iterator[Change | Progress]:
         """Recorded, then live events of ``table`` (see :mod:`spi.kv.changes`); a
         watching provider sweeps in the background too, so expiries reach it."""
         from spi.kv import changes as feed_reads
 
+        args = check_watch(table, key, prefix, since, timeout, prev, ops, progress, initial)
         self._sweeper.start()
-        return feed_reads.watch(self._brief_session, self.layouts, self._store, table, key, prefix, since, timeout)
+        return watching(
+            self,
+            args,
+            key,
+            prefix,
+            lambda a: feed_reads.watch(self._brief_session, self.layouts, self._store, a, key, prefix),
+        )
 
     def compact(self, revision: int) -> None:
         """Forget the events with revision <= ``revision``."""

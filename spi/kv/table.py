@@ -37,6 +37,7 @@ class KvTable(TableBase):
     _scanner_made: Scanner | None = None
     _last_key: tuple[Any, ...] | None = None
     _last_encoded = b""
+    _last_read: tuple[Stored, bytes] | None = None  # a fed table's last row read, and its bytes
 
     def __init__(self, buffer: WriteBuffer, layout: Layout) -> None:
         super().__init__(layout.spec)
@@ -61,7 +62,20 @@ class KvTable(TableBase):
 
     def _get(self, key: tuple[Any, ...]) -> Stored | None:
         raw = self._buffer.get(self._layout.row_prefix + self._encoded(key))
-        return None if raw is None else self._layout.decode_row(raw)
+        if raw is None:
+            return None
+        stored = self._layout.decode_row(raw)
+        if self._events is not None:
+            self._last_read = (stored, raw)
+        return stored
+
+    def _stored_bytes(self, old: Stored) -> bytes:
+        """The bytes ``old`` was read from (an event's ``prev``): those the last read
+        kept when it is that row (a write's usual case), else encoded again."""
+        last = self._last_read
+        if last is not None and last[0] is old:
+            return last[1]
+        return self._layout.encode_row(old.values, old.version, old.expires)
 
     def _get_many(self, keys: list[tuple[Any, ...]]) -> list[Stored | None]:
         lay = self._layout
@@ -93,7 +107,7 @@ class KvTable(TableBase):
             deltas[lay.count_key] = deltas.get(lay.count_key, 0) + 1
         put(row_key, stored)
         if self._events is not None:
-            self._events.append(put_event(row_key, stored))
+            self._events.append(put_event(row_key, stored, None if old is None else self._stored_bytes(old)))
 
     def _load_preparer(self) -> KvLoadPreparer:
         return self._layout.load_preparer()
@@ -161,7 +175,10 @@ class KvTable(TableBase):
             first = next(i for i, old in enumerate(olds) if old is not None)
             raise self._exists_error(key_of(self.spec, batch.row(first)))
         for i in expired:  # swept first, as a write that meets them does
-            self._remove(key_of(self.spec, batch.row(i)), lay.decode_row(raws[i]), expired=True)  # type: ignore[arg-type]
+            raw = raws[i]
+            assert raw is not None
+            self._last_read = (gone := lay.decode_row(raw), raw)
+            self._remove(key_of(self.spec, batch.row(i)), gone, expired=True)
         events = self._events
         prefix = len(lay.row_prefix)
         added = olds.count(None)
@@ -186,9 +203,10 @@ class KvTable(TableBase):
                 if expires is not None:
                     buffer.put(lay.expiry_key(expires, keys[i][prefix:]), b"")
                 if events is not None:
-                    events.append(put_event(keys[i], stored[i]))
+                    events.append(put_event(keys[i], stored[i], None))
             else:
                 values = batch.row(i)
+                self._last_read = (old, raws[i])  # type: ignore[assignment]
                 write(i, key_of(self.spec, values), values, old)
 
     def _remove(self, key: tuple[Any, ...], old: Stored, *, expired: bool = False) -> None:
@@ -202,7 +220,8 @@ class KvTable(TableBase):
         deltas = self._buffer.row_deltas
         deltas[lay.count_key] = deltas.get(lay.count_key, 0) - 1
         if self._events is not None:
-            self._events.append(delete_event(lay.row_prefix + enc, OP_EXPIRE if expired else OP_DELETE))
+            prev = self._stored_bytes(old)
+            self._events.append(delete_event(lay.row_prefix + enc, prev, OP_EXPIRE if expired else OP_DELETE))
 
     def sweep(self, now: int, limit: int) -> tuple[int, bool]:
         """Remove up to ``limit`` rows expired by ``now``: how many were removed, and
@@ -215,6 +234,7 @@ class KvTable(TableBase):
             if old is None or old.expires != expires:  # a stale entry: the row was rewritten
                 self._buffer.remove(lay.expiry_key(expires, enc))
                 continue
+            self._last_read = (old, raw)  # type: ignore[assignment]
             self._remove(key_of(self.spec, old.values), old, expired=True)
             n += 1
         return n, len(found) == limit
