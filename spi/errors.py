@@ -97,3 +97,16 @@ class RevisionCompactedError(KvError):
     def __init__(self, message: str, *, oldest: int) -> None:
         super().__init__(message)
         self.oldest = oldest
+
+
+class FrozenTableError(KvError):
+    """A row write was refused because its table is frozen (``admin.freeze``, the
+    fencing step of a cut-over); ``table`` names it. ``admin.unfreeze`` allows writes
+    again."""
+
+    def __init__(self, table: str) -> None:
+        super().__init__(f"table {table} is frozen (kvctl table unfreeze {table} allows writes again)")
+        self.table = table
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.table,))

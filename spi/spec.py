@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from spi.errors import IncompatibleSchemaError, InvalidFieldError, KvError, SchemaError
+from spi.errors import FrozenTableError, IncompatibleSchemaError, InvalidFieldError, KvError, SchemaError
+from spi.frozen import fence
 from spi.types import FieldType, checker
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -65,7 +66,9 @@ class TableSpec:
     ``changes=True`` records a change feed of the table (see :mod:`spi.changes`);
     ``ttl`` (seconds, > 0) gives every row written an expiry that long after the
     write. A spec without them compares, fingerprints and serialises exactly as
-    before they existed.
+    before they existed. ``frozen`` is the stored table's state, not part of its
+    definition: it is in no comparison, fingerprint or ``to_dict`` (see
+    :meth:`with_frozen`).
     """
 
     __slots__ = (
@@ -77,6 +80,7 @@ class TableSpec:
         "_row_check",
         "changes",
         "fields",
+        "frozen",
         "indexes",
         "key_validators",
         "name",
@@ -93,6 +97,9 @@ class TableSpec:
     """True when the table records a change feed."""
     ttl: int | float | None
     """Seconds after each write that a row expires (None: rows never expire by default)."""
+    frozen: bool
+    """True when the table refuses every row write (``admin.freeze``); a spec read
+    from a provider says so, one built by hand never is."""
     _by_name: dict[str, Field]
     _columns: tuple[str, ...]
     _fingerprint: str
@@ -149,6 +156,7 @@ class TableSpec:
         object.__setattr__(self, "indexes", idx)
         object.__setattr__(self, "changes", changes)
         object.__setattr__(self, "ttl", ttl)
+        object.__setattr__(self, "frozen", False)
         object.__setattr__(self, "_by_name", by_name)
         # Precomputed because every row written or read consults them.
         object.__setattr__(self, "_columns", tuple(f.name for f in parsed))
@@ -168,10 +176,10 @@ class TableSpec:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from its definition: the precomputed checks are closures.
-        if self.changes or self.ttl is not None:
+        if self.changes or self.ttl is not None or self.frozen:
             return (
                 _spec_with_options,
-                (self.name, self.fields, self.primary_key, self.indexes, self.changes, self.ttl),
+                (self.name, self.fields, self.primary_key, self.indexes, self.changes, self.ttl, self.frozen),
             )
         return (TableSpec, (self.name, self.fields, self.primary_key, self.indexes))
 
@@ -186,6 +194,31 @@ class TableSpec:
         if ttl == self.ttl and type(ttl) is type(self.ttl):
             return self
         return TableSpec(self.name, self.fields, self.primary_key, self.indexes, changes=self.changes, ttl=ttl)
+
+    def with_frozen(self, frozen: bool) -> TableSpec:
+        """This spec of a table that is frozen (refuses row writes) or not; equal to
+        this one either way."""
+        if frozen == self.frozen:
+            return self
+        copy = object.__new__(TableSpec)
+        for slot in TableSpec.__slots__:
+            if hasattr(self, slot):
+                object.__setattr__(copy, slot, getattr(self, slot))
+        object.__setattr__(copy, "frozen", bool(frozen))
+        return copy
+
+    def fenced(self, table: Any) -> TableSpec:
+        """This spec, after making ``table`` (a table object of it) refuse every row
+        write when the table is frozen (:func:`spi.frozen.fence`)."""
+        if self.frozen:
+            fence(table, self.name)
+        return self
+
+    def check_writable(self) -> None:
+        """Raise :class:`FrozenTableError` when the table is frozen (every row write
+        asks before it writes)."""
+        if self.frozen:
+            raise FrozenTableError(self.name)
 
     # -- lookups -------------------------------------------------------------
     @property
@@ -243,7 +276,11 @@ class TableSpec:
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}:{f.type}" for f in self.fields)
-        extra = (", changes=True" if self.changes else "") + (f", ttl={self.ttl!r}" if self.ttl is not None else "")
+        extra = (
+            (", changes=True" if self.changes else "")
+            + (f", ttl={self.ttl!r}" if self.ttl is not None else "")
+            + (", frozen" if self.frozen else "")
+        )
         return (
             f"TableSpec({self.name!r}, [{fields}], primary_key={list(self.primary_key)}, "
             f"indexes={list(self.indexes)}{extra})"
@@ -267,6 +304,22 @@ class TableSpec:
         if self.ttl is not None:
             out["ttl"] = self.ttl
         return out
+
+    def to_catalog(self) -> dict[str, Any]:
+        """What a provider's catalog stores: :meth:`to_dict` and, for a frozen table,
+        ``"frozen": true`` (read back with :meth:`from_catalog`)."""
+        out = self.to_dict()
+        if self.frozen:
+            out["frozen"] = True
+        return out
+
+    @classmethod
+    def from_catalog(cls, data: Mapping[str, Any]) -> TableSpec:
+        """The spec a provider's catalog stored with :meth:`to_catalog`."""
+        if "frozen" not in data:
+            return cls.from_dict(data)
+        rest = {k: v for k, v in data.items() if k != "frozen"}
+        return cls.from_dict(rest).with_frozen(data["frozen"] is True)
 
     def to_json(self) -> str:
         """The spec in the format of the CLI's ``--spec`` files."""
@@ -343,9 +396,10 @@ def _spec_with_options(
     indexes: tuple[str, ...],
     changes: bool,
     ttl: int | float | None,
+    frozen: bool = False,
 ) -> TableSpec:
-    """Unpickle a spec with a change feed or a ttl (pickle passes no keyword arguments)."""
-    return TableSpec(name, fields, primary_key, indexes, changes=changes, ttl=ttl)
+    """Unpickle a spec with a change feed, a ttl or frozen (pickle passes no keyword arguments)."""
+    return TableSpec(name, fields, primary_key, indexes, changes=changes, ttl=ttl).with_frozen(frozen)
 
 
 def check_ttl(ttl: Any, error: type[KvError], what: str = "ttl") -> int | float:

@@ -33,6 +33,7 @@ from spi.validate import (
     check_batch_size,
     check_limit,
     check_projection,
+    check_increment,
     checked_version,
     full_row,
     validate_changes,
@@ -47,7 +48,7 @@ class TableBase(ABC):
     """One table inside one transaction: the public SPI operations."""
 
     def __init__(self, spec: TableSpec) -> None:
-        self.spec = spec
+        self.spec = spec.fenced(self) if spec.frozen else spec  # a frozen table's writes raise (spi.frozen)
 
     @property
     def name(self) -> str:
@@ -323,22 +324,7 @@ class TableBase(ABC):
         """Add ``amount`` to a numeric non-key column (a missing row or null counts
         as 0); returns the new value."""
         k = self._key(key)
-        ftype = self.spec.type_of(column)
-        if self.spec.is_key(column) or ftype not in (FieldType.INT, FieldType.LONG, FieldType.DOUBLE):
-            raise InvalidFieldError(
-                f"increment needs an int, long or double non-key column; {column!r} is "
-                f"{'a key column' if self.spec.is_key(column) else ftype}",
-                column=column,
-            )
-        if isinstance(amount, bool) or not isinstance(amount, (int, float)):
-            raise InvalidFieldError(f"increment amount must be a number, got {amount!r}", column=column)
-        if ftype.is_integer and not isinstance(amount, int):
-            raise InvalidFieldError(
-                f"increment amount for {ftype} column {column!r} must be an integer, got {amount!r}",
-                column=column,
-            )
-        if not ftype.is_integer:  # an int no double holds is out of range (not an OverflowError)
-            amount = validate_value(ftype, amount, column)
+        ftype, amount = check_increment(self.spec, column, amount)
         old = self._current(k)
         current = None if old is None else old.values[column]
         new_value = validate_value(ftype, (current or 0) + amount, column, indexed=self.spec.is_indexed(column))

@@ -175,13 +175,13 @@ class Layout:
 
     def catalog_entry(self) -> bytes:
         """The stored catalog entry of this layout (see :meth:`from_catalog_entry`)."""
-        return pack({"spec": self.spec.to_dict(), "id": self.table_id, "layout": self.columns})
+        return pack({"spec": self.spec.to_catalog(), "id": self.table_id, "layout": self.columns})
 
     @classmethod
     def from_catalog_entry(cls, data: bytes) -> Layout:
         """The layout a catalog entry describes."""
         entry = unpack(data)
-        return cls(TableSpec.from_dict(entry["spec"]), entry["layout"], entry["id"])
+        return cls(TableSpec.from_catalog(entry["spec"]), entry["layout"], entry["id"])
 
 
 class LayoutCache:
