@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "watch": "kvctl.commands.watch",
     "changes": "kvctl.commands.watch",
     "revision": "kvctl.commands.watch",
+    "apply": "kvctl.commands.apply",
     "copy": "kvctl.commands.copy",
     "export": "kvctl.commands.transfer",
     "import": "kvctl.commands.transfer",

@@ -5,6 +5,12 @@ versions, read page by page from the source (a short transaction each, so writer
 the source are never held up) and streamed into the destination's bulk load in
 batches, so memory stays flat whatever the table's size. ``--mode overwrite`` loads into a staging table and swaps it in
 (:mod:`spi.staging`): a failed or killed copy leaves the old rows as they were.
+
+``--follow`` then applies the source's change events as they commit
+(:mod:`kvctl.follow`): each table's copy is taken after reading the source revision
+it records as the table's applied position (:mod:`spi.applied`, under the source
+name ``TABLE@SOURCE_STORE_ID``), so a run killed and started again with ``--mode
+append`` copies no table whose position was recorded and resumes after it.
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ import typer
 import spi
 from kvctl import bulk, options
 from kvctl.errors import CliError, NotDone
+from kvctl.feeds import check_feeds, no_feed
 from kvctl.groups import Command
 from kvctl.output import RowPrinter
+from kvctl.replay import Target
 from kvctl.state import get_state
+from spi import applied
 from spi.spec import plan_schema_change, validate_name
 
 MODES = ("error", "append", "overwrite")
@@ -64,6 +73,15 @@ def copy(
     ] = "error",
     yes: options.Yes = False,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Rows per atomic batch.")] = 10_000,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow", help="Then apply the source's change events as they commit, until interrupted (see docs)."
+        ),
+    ] = False,
+    until_caught_up: Annotated[
+        bool, typer.Option("--until-caught-up", help="With --follow: stop once every committed change is applied.")
+    ] = False,
     output: options.Output = None,
 ) -> None:
     """Copy tables (specs, rows and versions) between two stores; prints the rows copied per table.
@@ -71,7 +89,8 @@ def copy(
     A provider swap, a backup into a rocksdb: path or a restore from one. A missing
     destination table is created with the source's spec; an existing one keeps its
     spec, which must take the source's rows (exit 2 otherwise). The change history
-    is not copied.
+    is not copied. --follow keeps the destination up to date (lag on stderr): the
+    provider swap recipe is in docs/cutover.md.
     """
     if mode not in MODES:
         raise CliError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -79,19 +98,41 @@ def copy(
         raise CliError("--mode overwrite replaces the destination tables' rows: add --yes (nothing was changed)")
     if bool(tables) == all_tables:
         raise CliError("name the tables to copy, or give --all (not both)")
+    if until_caught_up and not follow:
+        raise CliError("--until-caught-up goes with --follow")
     bulk.check_batch_size(batch_size)
     fmt = get_state(ctx).output_format(output)
     with spi.connect(src_url, create=False) as source, spi.connect(dst_url) as destination:
         if source.store_id == destination.store_id:
             raise CliError(f"the source and the destination are the same store ({source.store_id}); nothing was copied")
         plans = _plan(source, destination, tables or source.admin.list_tables(), mode)
+        if follow:
+            _check_followable(source, plans)
+            applied.ensure_table(destination)
+        start = source.revision() if follow else 0  # before any row is read: see kvctl.follow
+        targets = {p.spec.name: Target(p.spec.name, f"{p.spec.name}@{source.store_id}") for p in plans}
+        positions: dict[str, int] = {}
         printer = RowPrinter(fmt, ["table", "rows"])
         try:
             for plan in plans:
+                target = targets[plan.spec.name]
+                resume = applied.position(destination, target.table, target.source) if follow and plan.exists else None
+                if resume is not None and mode == "append":
+                    print(f"{target.table}: copied before; following from revision {resume}", file=sys.stderr)
+                    positions[target.table] = resume
+                    printer.add({"table": target.table, "rows": 0})
+                    continue
                 rows = _copy_table(source, destination, plan, mode, batch_size)
+                if follow:
+                    _record(destination, target, start)
+                    positions[target.table] = start
                 printer.add({"table": plan.spec.name, "rows": rows})
         finally:
             printer.close()
+        if follow:
+            from kvctl.follow import follow as follow_changes
+
+            follow_changes(source, destination, targets, positions, until_caught_up=until_caught_up)
 
 
 def _plan(source: spi.Provider, destination: spi.Provider, names: list[str], mode: str) -> list[Plan]:
@@ -110,6 +151,20 @@ def _plan(source: spi.Provider, destination: spi.Provider, names: list[str], mod
                 )
         plans.append(Plan(spec, exists))
     return plans
+
+
+def _record(destination: spi.Provider, target: Target, revision: int) -> None:
+    """Record ``revision`` as the applied position of ``target`` (after its copy)."""
+    with destination.transaction() as tx:
+        applied.record(tx, target.table, target.source, revision)
+
+
+def _check_followable(source: spi.Provider, plans: list[Plan]) -> None:
+    """``--follow`` needs a change feed on every source table (exit 2 otherwise)."""
+    check_feeds(source)
+    for plan in plans:
+        if not plan.spec.changes:
+            raise CliError(f"{no_feed(plan.spec.name)} on the source; nothing was copied")
 
 
 def _check_fits(spec: spi.TableSpec, existing: spi.TableSpec) -> None:

@@ -9,9 +9,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from spi.codec import prefix_successor
-from spi.errors import IncompatibleSchemaError, SchemaError, TableExistsError, TableNotFoundError
+from spi.errors import SchemaError, TableExistsError, TableNotFoundError
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import CATALOG, NEXT_ID, Layout, LayoutCache, catalog_key, pack, unpack
+from spi.kv.overwrite import exchange_rows
 from spi.kv.scan import Scanner
 from spi.kv.store import StoreSession
 from spi.kv.table import KvTable
@@ -19,7 +20,7 @@ from spi.kv.transaction import KvTransaction, stored_layout
 from spi.kv.verify import verify_table
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
-from spi.staging import check_stageable, is_hidden, new_staging_name, stages, staging_base
+from spi.staging import check_swappable, is_hidden, new_staging_name, stages, staging_base, staging_spec
 
 SWEEP_BATCH = 1000
 """Expired rows a sweep removes per commit."""
@@ -106,19 +107,23 @@ class KvAdmin(Admin):
         validate_name(name, "table")
         staging = new_staging_name(name)
         with self._tx() as tx:
-            spec = check_stageable(tx.layout(name).spec)
+            spec = tx.layout(name).spec
             for leftover in _names(tx, catalog_key(staging_base(name) + "_")):
                 if stages(leftover, name):
                     _drop_in(tx, leftover)
-            _create_in(tx, spec.renamed(staging))
+            _create_in(tx, staging_spec(spec, staging))
         return staging
 
     def swap_rows(self, name: str, other: str) -> None:
         """Exchange the two tables' rows in one commit: each catalog entry takes the
-        other's table id (and stored column layout)."""
+        other's table id (and stored column layout); a change-fed table keeps its own
+        and both tables' rows are rewritten, with their events (:mod:`spi.kv.overwrite`)."""
         with self._tx() as tx:
             first, second = tx.layout(name), tx.layout(other)
-            _check_same(first.spec, second.spec)
+            check_swappable(first.spec, second.spec)
+            if first.spec.changes or second.spec.changes:
+                exchange_rows(tx, first, second)
+                return
             tx.save_layout(Layout(first.spec, second.columns, second.table_id))
             tx.save_layout(Layout(second.spec, first.columns, first.table_id))
 
@@ -162,13 +167,6 @@ def _drop_in(tx: KvTransaction, name: str) -> None:
     tx.feed_touched = layout.spec.changes  # its watchers end
     tx.forget_layout(name)
     tx.delete_prefix(layout.prefix)
-
-
-def _check_same(first: TableSpec, second: TableSpec) -> None:
-    if first.renamed(second.name) != second:
-        raise IncompatibleSchemaError(
-            f"cannot swap the rows of {first.name!r} and {second.name!r}: their fields, keys or indexes differ"
-        )
 
 
 def _check_spec(spec: Any) -> None:

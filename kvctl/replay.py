@@ -1,0 +1,72 @@
+"""Applying change events to a destination store, one source revision at a time
+(``kvctl apply`` and ``kvctl copy --follow``).
+
+Each source revision becomes one destination transaction: its puts write the event's
+row with the event's version and expiry (a load that keeps versions, as ``copy``
+writes rows), its deletes and expiries delete the key, and the revision is recorded
+as the applied position of every (destination table, source) it concerns
+(:mod:`spi.applied`) in that same transaction. The transaction first reads those
+positions and leaves out the targets that have the revision already, so replaying
+an overlapping stream, or a revision a killed run had committed, changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import spi
+from spi import applied
+from spi.changes import PUT
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the events of one source table go: the destination ``table`` and the
+    ``source`` name its applied position is recorded under."""
+
+    table: str
+    source: str
+
+
+Event = tuple[Target, spi.Change]
+"""One event and where it goes."""
+
+
+def apply_revision(
+    destination: spi.Provider, revision: int, events: Sequence[Event], also: Iterable[Target] = ()
+) -> bool:
+    """Apply one source revision's ``events`` (in order) in one destination transaction
+    and record ``revision`` for each of their targets and those of ``also`` (targets
+    the revision did not touch but whose position may move on). False when every
+    target had applied it already (nothing is written)."""
+
+    def work(tx: spi.Transaction) -> bool:
+        targets = dict.fromkeys([target for target, _ in events] + list(also))
+        due = {t for t in targets if (applied.position(tx, t.table, t.source) or 0) < revision}
+        if not due:
+            return False
+        puts: list[spi.Row] = []
+        into = ""  # the table of the puts waiting in ``puts``
+        for target, event in events:
+            if target not in due:
+                continue
+            if puts and (event.op != PUT or target.table != into):
+                tx.table(into).load(puts, mode="upsert", keep_versions=True)
+                puts = []
+            if event.op == PUT:
+                assert event.row is not None and event.version is not None
+                into = target.table
+                puts.append(spi.Row(event.row, event.version, event.expires_at))
+            else:
+                tx.table(target.table).delete(event.key)
+        if puts:
+            tx.table(into).load(puts, mode="upsert", keep_versions=True)
+        for target in due:
+            applied.record(tx, target.table, target.source, revision)
+        return True
+
+    return destination.run(work)
+
+
+__all__ = ["Event", "Target", "apply_revision"]
