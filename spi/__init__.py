@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from spi.changes import Change, Progress
     from spi.errors import (
         ConflictError,
+        FrozenTableError,
         IncompatibleSchemaError,
         InvalidFieldError,
         KvError,
@@ -49,6 +50,7 @@ _HOMES = {
     **dict.fromkeys(
         [
             "ConflictError",
+            "FrozenTableError",
             "IncompatibleSchemaError",
             "InvalidFieldError",
             "KvError",
@@ -107,6 +109,7 @@ __all__ = [
     "Expr",
     "Field",
     "FieldType",
+    "FrozenTableError",
     "IncompatibleSchemaError",
     "InvalidFieldError",
     "KvError",

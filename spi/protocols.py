@@ -63,6 +63,19 @@ class Admin(Protocol):
         """Remove the table's expired rows from storage now (each one's ``"expire"``
         event recorded on a change-fed table); how many were removed."""
 
+    def freeze(self, name: str) -> None:
+        """Make the table refuse every row write with :class:`FrozenTableError` (reads,
+        sweeps, ``create_or_update`` and ``drop`` still work), durably and for every
+        connection: a write that starts after ``freeze`` returns is refused, and one
+        that wrote before commits before ``freeze`` returns or fails. A no-op when frozen."""
+
+    def unfreeze(self, name: str) -> None:
+        """Allow the table's row writes again (a no-op when it is not frozen)."""
+
+    def is_frozen(self, name: str) -> bool:
+        """True while the table is frozen; :class:`TableNotFoundError` if it is missing."""
+        return self.get_spec(name).frozen
+
 
 class Table(Protocol):
     """The operations on one table (SPI.md, "Operations on a table"): inside a

@@ -63,7 +63,9 @@ __all__ = ["is_hidden", "is_staging", "new_staging_name", "stages", "staging_bas
 
 def check_stageable(spec: TableSpec) -> TableSpec:
     """``spec``, if its rows may be replaced through a staging table; a change-fed table
-    may not yet (the swap would replace rows without their change events)."""
+    may not yet (the swap would replace rows without their change events); a frozen
+    table may not (:class:`~spi.errors.FrozenTableError`, before anything is loaded)."""
+    spec.check_writable()
     if spec.changes:
         raise SchemaError(
             f"table {spec.name!r} records a change feed, and replacing all its rows at once would leave them "

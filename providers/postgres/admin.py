@@ -9,9 +9,9 @@ stay SERIALIZABLE and the DDL's table locks order them against schema changes.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
@@ -23,6 +23,7 @@ from providers.postgres.schema import (
     SQL_TYPES,
     VERSION,
     expiry_index_name,
+    catalog_fingerprint,
     index_name,
     pkey_name,
     qualified,
@@ -37,6 +38,8 @@ from spi.staging import check_stageable, is_hidden, new_staging_name, stages, st
 SWEEP_BATCH = 1000
 """Expired rows a sweep removes per transaction."""
 
+
+T = TypeVar("T")
 
 class PgAdmin(Admin):
     """Catalog reads and DDL, each call its own transaction."""
@@ -56,7 +59,7 @@ class PgAdmin(Admin):
 
     def _save(self, tx: PgTransaction, spec: TableSpec, *, new: bool) -> None:
         catalog = self._db.catalog
-        values = {"spec": spec.to_dict(), "fingerprint": spec.fingerprint()}
+        values = {"spec": spec.to_catalog(), "fingerprint": catalog_fingerprint(spec)}
         if new:
             tx.execute(catalog.insert().values(name=spec.name, **values))
         else:
@@ -73,7 +76,7 @@ class PgAdmin(Admin):
             tx.execute(CreateIndex(index))
         if spec.changes:
             ensure_feed(tx, self._db.schema)
-        self._save(tx, spec, new=True)
+        self._save(tx, spec.with_frozen(False), new=True)  # a new table is never frozen
 
     def create(self, spec: TableSpec) -> None:
         """Create a table; :class:`TableExistsError` if it exists."""
@@ -91,11 +94,12 @@ class PgAdmin(Admin):
             if row is None:
                 self._create_in(tx, spec)
                 return
-            old = TableSpec.from_dict(row.spec)
+            old = TableSpec.from_catalog(row.spec)
             change = plan_schema_change(old, spec)
             if change.empty:
                 return
             if spec.changes:
+            spec = spec.with_frozen(old.frozen)  # a frozen table stays frozen
                 ensure_feed(tx, self._db.schema)
             if old.changes:
                 touch(tx, self._db.schema)  # its watchers look again
@@ -140,7 +144,7 @@ class PgAdmin(Admin):
                 if missing_ok:
                     return
                 raise TableNotFoundError(f"table {name!r} does not exist")
-            self._drop_in(tx, TableSpec.from_dict(row.spec))
+            self._drop_in(tx, TableSpec.from_catalog(row.spec))
 
     def _drop_in(self, tx: PgTransaction, spec: TableSpec) -> None:
         tx.execute(DropTable(self._db.table_sql(spec).table, if_exists=True))
@@ -161,7 +165,7 @@ class PgAdmin(Admin):
                 sa.select(catalog.c.name, catalog.c.spec).where(starts)
             ).fetchall():
                 if stages(leftover, name):
-                    self._drop_in(tx, TableSpec.from_dict(leftover_spec))
+                    self._drop_in(tx, TableSpec.from_catalog(leftover_spec))
             self._create_in(tx, spec.renamed(staging))
         return staging
 
@@ -185,24 +189,49 @@ class PgAdmin(Admin):
         :data:`SWEEP_BATCH` rows; how many were removed."""
         removed = 0
         while True:
-            attempt = 0
-            while True:
-                try:
-                    with begin(self._db) as tx:
-                        table = tx.table(name)
-                        assert isinstance(table, PgTable)
-                        n, more = table.sweep(SWEEP_BATCH)
-                    break
-                except ConflictError:  # a writer touched the same rows: look again
-                    attempt += 1
-                    if attempt > 10:
-                        raise
+            n, more = _retried(lambda: self._sweep_some(name))  # a writer touched the same rows: look again
             removed += n
             if not more:
                 return removed
 
     def verify(self, name: str) -> list[str]:
         """Compare the catalog spec with the real table: columns, types, key, indexes."""
+    def _sweep_some(self, name: str) -> tuple[int, bool]:
+        with begin(self._db) as tx:
+            table = tx.table(name)
+            assert isinstance(table, PgTable)
+            return table.sweep(SWEEP_BATCH)
+
+    def freeze(self, name: str) -> None:
+        """Make the table refuse row writes: the flag in its catalog row, which also
+        changes the row's fingerprint, so every single-statement write built before
+        (in any process) stops matching at once and the general path finds the table
+        frozen.
+
+        The freeze is SERIALIZABLE: it waits for the transactions that have written
+        the table to end (``LOCK TABLE … IN SHARE MODE``, held to its commit, so writes
+        meanwhile wait) and reads the table (a predicate lock on all of it), so a
+        transaction that read the catalog before the freeze and writes the table after
+        it fails with a conflict (retried, it finds the table frozen) rather than
+        committing after ``freeze`` returned."""
+        _retried(lambda: self._set_frozen(name, True))
+
+    def unfreeze(self, name: str) -> None:
+        """Allow the table's row writes again."""
+        _retried(lambda: self._set_frozen(name, False))
+
+    def _set_frozen(self, name: str, frozen: bool) -> None:
+        with begin(self._db) as tx:
+            tx.lock_ddl()
+            spec = tx.spec(name)
+            if spec.frozen == frozen:
+                return
+            if frozen:
+                table = qualified(tx.dialect, self._db.schema, name)
+                tx.execute(sa.text(f"LOCK TABLE {table} IN SHARE MODE"))
+                tx.execute(sa.text(f"SELECT FROM {table} LIMIT 1"))
+            self._save(tx, spec.with_frozen(frozen), new=False)
+
         problems: list[str] = []
         with begin(self._db) as tx:
             spec = tx.spec(name)
@@ -250,6 +279,18 @@ def _rename(tx: PgTransaction, schema: str, spec: TableSpec, source: str, target
 
 def _type_sql(tx: PgTransaction, ftype: Any) -> str:
     return str(SQL_TYPES[ftype]().compile(dialect=tx.dialect))
+def _retried(work: Callable[[], T], attempts: int = 10) -> T:
+    """``work()``, run again after a :class:`ConflictError` up to ``attempts`` times."""
+    attempt = 0
+    while True:
+        try:
+            return work()
+        except ConflictError:
+            attempt += 1
+            if attempt > attempts:
+                raise
+
+
 
 
 def _reflect(tx: PgTransaction, schema: str, name: str) -> tuple[dict[str, str], list[str], set[str]] | None:

@@ -67,7 +67,7 @@ class _Reader:
     def _specs(self, tx: PgTransaction) -> dict[str, TableSpec]:
         if self._names is None:
             catalog = self._db.catalog
-            found = (TableSpec.from_dict(row.spec) for row in tx.execute(sa.select(catalog.c.spec)))
+            found = (TableSpec.from_catalog(row.spec) for row in tx.execute(sa.select(catalog.c.spec)))
             return {spec.name: spec for spec in found if spec.changes}
         return {name: require_feed(tx.spec(name)) for name in self._names}
 

@@ -87,7 +87,7 @@ class PgDatabase:
     def table_sql(self, spec: TableSpec) -> TableSql:
         """The (cached) SQL objects of a spec."""
         sql = self._sql.get(spec)
-        if sql is None or sql.spec.columns != spec.columns:
+        if sql is None or sql.spec.columns != spec.columns or sql.spec.frozen != spec.frozen:
             sql = self._sql[spec] = TableSql(spec, self.schema)
         return sql
 

@@ -144,6 +144,13 @@ def catalog_table(schema: str) -> sa.Table:
     )
 
 
+def catalog_fingerprint(spec: TableSpec) -> str:
+    """The catalog row's fingerprint of a table: its spec's, marked while the table is
+    frozen, so that every single-statement write built for the spec (each checks the
+    fingerprint it was built with) stops matching the moment a freeze commits."""
+    return f"{spec.fingerprint()}:frozen" if spec.frozen else spec.fingerprint()
+
+
 def _timestamp(value: dt.datetime) -> dt.datetime:
     return value if value.tzinfo is dt.UTC else value.astimezone(dt.UTC)
 

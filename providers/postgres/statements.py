@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
-from providers.postgres.schema import EXPIRES, SERVER_MICROS, VERSION, build_table, row_converters
+from providers.postgres.schema import EXPIRES, SERVER_MICROS, VERSION, build_table, catalog_fingerprint, row_converters
 from spi.codec import to_micros
 from spi.codegen import column_closure, dict_display
 from spi.primitives import Stored
@@ -114,7 +114,7 @@ class ReadStatement:
         self.text = str(compiled)
         self.key_at = [compiled.positiontup.index(n) for n in sql.key_names]  # type: ignore[union-attr]
         self.name_at = compiled.positiontup.index("kv_name")  # type: ignore[union-attr]
-        self.fingerprint = sql.spec.fingerprint()
+        self.fingerprint = catalog_fingerprint(sql.spec)
 
     def params(self, name: str, key: tuple[Any, ...]) -> list[Any]:
         """The statement's parameters for table ``name`` and ``key``, in order."""

@@ -205,7 +205,7 @@ class PgTransaction(TransactionBase):
         row = self.execute(catalog.select().where(catalog.c.name == name)).first()
         if row is None:
             raise TableNotFoundError(f"table {name!r} does not exist in schema {self._db.schema!r}")
-        return TableSpec.from_dict(row.spec)
+        return TableSpec.from_catalog(row.spec)
 
     def _open_table(self, name: str) -> PgTable:
         sql = self._db.table_sql(self.spec(name))

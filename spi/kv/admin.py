@@ -65,7 +65,9 @@ class KvAdmin(Admin):
             if change.empty:
                 return
             tx.feed_touched = old.spec.changes  # its watchers look again
-            layout = Layout(spec, old.columns + [f.name for f in change.added_fields], old.table_id)
+            layout = Layout(
+                spec.with_frozen(old.spec.frozen), old.columns + [f.name for f in change.added_fields], old.table_id
+            )
             for column in change.dropped_indexes:
                 tx.delete_prefix(old.index_prefix(column))
             tx.save_layout(layout)
@@ -128,6 +130,21 @@ class KvAdmin(Admin):
             tx.save_layout(Layout(second.spec, first.columns, first.table_id))
 
     def verify(self, name: str) -> list[str]:
+    def freeze(self, name: str) -> None:
+        """Make the table refuse row writes (the flag is in its catalog entry: every
+        session after this commit sees it)."""
+        self._set_frozen(name, True)
+
+    def unfreeze(self, name: str) -> None:
+        """Allow the table's row writes again."""
+        self._set_frozen(name, False)
+
+    def _set_frozen(self, name: str, frozen: bool) -> None:
+        with self._tx() as tx:
+            old = tx.layout(name)
+            if old.spec.frozen != frozen:
+                tx.save_layout(Layout(old.spec.with_frozen(frozen), old.columns, old.table_id))
+
         """Check every row decodes and every index entry matches its row (both ways)."""
         with self._tx() as tx:
             return verify_table(tx, name)
@@ -152,7 +169,7 @@ def _create_in(tx: KvTransaction, spec: TableSpec) -> None:
     raw = tx.get(NEXT_ID)
     table_id = 1 if raw is None else int(unpack(raw))
     tx.put(NEXT_ID, pack(table_id + 1))
-    layout = Layout(spec, list(spec.columns), table_id)
+    layout = Layout(spec.with_frozen(False), list(spec.columns), table_id)  # a new table is never frozen
     tx.save_layout(layout)
     tx.put(layout.count_key, pack(0))
 

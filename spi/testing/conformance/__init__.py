@@ -4,7 +4,8 @@ area, each a mixin class a provider may also run alone (with :class:`Conformance
 Groups that need more than the core contract are gated by capability
 (:mod:`spi.testing.requirements`): threads, processes, durability, verify and the
 change-feed groups (changes, watch, change processes, change durability), and
-expiry (expiry, expiry with a change feed).
+expiry (expiry, expiry with a change feed, sweeps of a frozen table), durability of a
+frozen table.
 """
 
 from spi.testing.conformance.admin import AdminTests
@@ -13,6 +14,7 @@ from spi.testing.conformance.changes import ChangeTests
 from spi.testing.conformance.copies import CopyTests
 from spi.testing.conformance.expiry import ExpiryChangeTests, ExpiryStagingTests, ExpiryTests
 from spi.testing.conformance.filters import FilterTests
+from spi.testing.conformance.freeze import FreezeDurabilityTests, FreezeExpiryTests, FreezeTests
 from spi.testing.conformance.indexes import IndexTests
 from spi.testing.conformance.limits import LimitTests
 from spi.testing.conformance.loads import LoadTests
@@ -50,6 +52,9 @@ class ConformanceTests(
     ExpiryTests,
     ExpiryChangeTests,
     ExpiryStagingTests,
+    FreezeTests,
+    FreezeDurabilityTests,
+    FreezeExpiryTests,
     ConformanceBase,
 ):
     """Every group; subclass it and define the ``provider_factory`` fixture."""
@@ -68,6 +73,9 @@ __all__ = [
     "ExpiryStagingTests",
     "ExpiryTests",
     "FilterTests",
+    "FreezeDurabilityTests",
+    "FreezeExpiryTests",
+    "FreezeTests",
     "IndexTests",
     "LimitTests",
     "LoadTests",

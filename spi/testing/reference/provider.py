@@ -39,7 +39,7 @@ class ReferenceAdmin:
         """Create an empty table; :class:`TableExistsError` if it exists."""
         if spec.name in self._tables:
             raise TableExistsError(f"table {spec.name!r} already exists")
-        self._tables[spec.name] = StoredTable(spec)
+        self._tables[spec.name] = StoredTable(spec.with_frozen(False))
 
     def exists(self, name: str) -> bool:
         """True if the table exists."""
@@ -79,6 +79,24 @@ class ReferenceAdmin:
         first.rows, second.rows = second.rows, first.rows
         first.commits += 1
         second.commits += 1
+
+    def freeze(self, name: str) -> None:
+        """Make the table refuse every row write (a transaction that opened it before
+        cannot commit)."""
+        self._set_frozen(name, True)
+
+    def unfreeze(self, name: str) -> None:
+        """Allow the table's row writes again."""
+        self._set_frozen(name, False)
+
+    def is_frozen(self, name: str) -> bool:
+        """True while the table is frozen."""
+        return stored(self._tables, name).spec.frozen
+
+    def _set_frozen(self, name: str, frozen: bool) -> None:
+        table = stored(self._tables, name)
+        table.spec = table.spec.with_frozen(frozen)
+        table.commits += 1
 
 
 def stored(tables: dict[str, StoredTable], name: str) -> StoredTable:

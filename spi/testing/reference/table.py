@@ -114,12 +114,14 @@ class ReferenceTable:
     # ------------------------------------------------------------------- writes
     def upsert(self, row: Mapping[str, Any]) -> int:
         """Insert, or merge the given columns into the existing row; the new version."""
+        self.spec.check_writable()  # a frozen table refuses every row write
         values = check_row(self.spec, row)
         old = self._find(key_of(self.spec, values))
         return self._store(full_row(self.spec, values) if old is None else {**old.values, **values}, old)
 
     def insert(self, row: Mapping[str, Any]) -> int:
         """Insert a new row; :class:`RowExistsError` if the key exists."""
+        self.spec.check_writable()
         values = check_row(self.spec, row)
         key = key_of(self.spec, values)
         if self._find(key) is not None:
@@ -128,6 +130,7 @@ class ReferenceTable:
 
     def replace(self, row: Mapping[str, Any], *, version: int | None = None) -> int:
         """Overwrite the whole row (unset columns become null), optionally conditionally."""
+        self.spec.check_writable()
         values = check_row(self.spec, row)
         wanted = check_version(version)
         old = self._find(key_of(self.spec, values))
@@ -144,6 +147,7 @@ class ReferenceTable:
     ) -> int:
         """Partial update; a missing row is created from ``default`` (one write) or is
         a :class:`RowNotFoundError`. Returns the new version."""
+        self.spec.check_writable()
         k = check_key(self.spec, key)
         values = check_changes(self.spec, changes)
         base = None if default is None else check_changes(self.spec, default, "default")
@@ -158,6 +162,7 @@ class ReferenceTable:
 
     def delete(self, key: Any, *, version: int | None = None) -> bool:
         """Delete a row; True if one was deleted."""
+        self.spec.check_writable()
         k = check_key(self.spec, key)
         wanted = check_version(version)
         old = self._find(k)
@@ -170,6 +175,7 @@ class ReferenceTable:
     def increment(self, key: Any, column: str, amount: int | float = 1) -> int | float:
         """Add ``amount`` to an int, long or double non-key column (missing row or
         null: 0); the new value."""
+        self.spec.check_writable()
         k = check_key(self.spec, key)
         check_column(self.spec, column)
         ftype = self.spec.type_of(column)
@@ -191,6 +197,7 @@ class ReferenceTable:
     def compare_and_swap(self, key: Any, column: str, expected: Any, new: Any) -> bool:
         """Set non-key ``column`` to ``new`` if it holds ``expected`` (None matches a
         missing row or a null); a missing row is created. True if it swapped."""
+        self.spec.check_writable()
         k = check_key(self.spec, key)
         if self.spec.is_key(column):
             raise InvalidFieldError(f"compare_and_swap needs a non-key column, not {column!r}", column=column)
@@ -208,6 +215,7 @@ class ReferenceTable:
 
     def update_range(self, range: Range | None = None, *, where: Expr | None = None, changes: Mapping[str, Any]) -> int:
         """Apply ``changes`` to every row in range matching ``where``; rows changed."""
+        self.spec.check_writable()
         values = check_changes(self.spec, changes)
         found = select(self.spec, self.rows, check_scan(self.spec, range, where))
         for old in found:
@@ -216,6 +224,7 @@ class ReferenceTable:
 
     def delete_range(self, range: Range | None = None, *, where: Expr | None = None) -> int:
         """Delete every row in range matching ``where``; rows deleted."""
+        self.spec.check_writable()
         found = select(self.spec, self.rows, check_scan(self.spec, range, where))
         for old in found:
             self._remove(old)
@@ -247,6 +256,7 @@ class ReferenceTable:
         With ``keep_versions`` each row is written with its own version (a row without
         one is reported like a bad value, before its values are checked).
         """
+        self.spec.check_writable()
         checked = []
         versions = []
         for i, row in enumerate(chunk):
@@ -278,6 +288,7 @@ class ReferenceTable:
 
     def write_kept(self, values: dict[str, Any], mode: str, version: int) -> None:
         """Write checked ``values`` as ``mode`` says, with ``version`` (not the next one)."""
+        self.spec.check_writable()
         key = key_of(self.spec, values)
         old = self._find(key)
         if old is not None and mode == "insert":
