@@ -7,6 +7,13 @@ exchanges the two tables' rows in one commit; dropping the staging table then dr
 the old rows. A run killed before the swap leaves the table untouched and a staging
 table behind, which the next ``create_staging`` of the same table drops.
 
+A staging table has no change feed (loading it records nothing). Swapping the rows
+of a change-fed table records, in the swap's one commit and under its one revision,
+the events that take a reader applying the feed from the old rows to the new ones
+(SPI.md, "Overwrites"): key by key, in key order, an ``"expire"`` for an old row that
+had expired, then a ``"put"`` of each new row (``created`` False where a live row
+was, unchanged rows included) or a ``"delete"`` of each old row the new rows lack.
+
 A staging table's name is ``kv_stage_<table>_<8 hex digits>`` (a long table name is
 cut and followed by a digest of it, so the name stays within 63 characters), so it
 can never be a user's table and tells which table it stages for. ``list_tables``
@@ -20,7 +27,7 @@ import hashlib
 import re
 import secrets
 
-from spi.errors import SchemaError
+from spi.errors import IncompatibleSchemaError
 from spi.spec import APPLIED_TABLE, MAX_NAME_LENGTH, STAGING_PREFIX, TableSpec
 
 _TOKEN_DIGITS = 8
@@ -61,15 +68,13 @@ def stages(name: str, table: str) -> bool:
 __all__ = ["is_hidden", "is_staging", "new_staging_name", "stages", "staging_base"]
 
 
-def check_stageable(spec: TableSpec) -> TableSpec:
-    """``spec``, if its rows may be replaced through a staging table; a change-fed table
-    may not yet (the swap would replace rows without their change events); a frozen
-    table may not (:class:`~spi.errors.FrozenTableError`, before anything is loaded)."""
-    spec.check_writable()
-    if spec.changes:
-        raise SchemaError(
-            f"table {spec.name!r} records a change feed, and replacing all its rows at once would leave them "
-            f"without change events; use --mode append, or turn the feed off first: "
-            f"kvctl table alter {spec.name} --no-changes"
+def check_swappable(first: TableSpec, second: TableSpec) -> None:
+    """:class:`IncompatibleSchemaError` unless the two tables may swap rows: the same
+    fields, key, indexes and ttl (whether each records a change feed may differ); and
+    :class:`~spi.errors.FrozenTableError` when either is frozen."""
+    first.check_writable()
+    second.check_writable()
+    if first.renamed(second.name).with_changes(second.changes) != second:
+        raise IncompatibleSchemaError(
+            f"cannot swap the rows of {first.name!r} and {second.name!r}: their fields, keys or indexes differ"
         )
-    return spec

@@ -18,6 +18,7 @@ from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
 
 from providers.postgres.database import PgDatabase
 from providers.postgres.feed import ensure_feed, touch
+from providers.postgres.overwrite import record_swap
 from providers.postgres.schema import (
     EXPIRES,
     SQL_TYPES,
@@ -30,10 +31,10 @@ from providers.postgres.schema import (
 )
 from providers.postgres.table import PgTable
 from providers.postgres.transaction import PgTransaction, begin
-from spi.errors import ConflictError, IncompatibleSchemaError, SchemaError, TableExistsError, TableNotFoundError
+from spi.errors import ConflictError, SchemaError, TableExistsError, TableNotFoundError
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
-from spi.staging import check_stageable, is_hidden, new_staging_name, stages, staging_base
+from spi.staging import check_swappable, is_hidden, new_staging_name, stages, staging_base
 
 SWEEP_BATCH = 1000
 """Expired rows a sweep removes per transaction."""
@@ -159,7 +160,8 @@ class PgAdmin(Admin):
         staging = new_staging_name(name)
         catalog = self._db.catalog
         with self._ddl() as tx:
-            spec = check_stageable(tx.spec(name))
+            spec = tx.spec(name)
+            spec.check_writable()  # a frozen table's rows are not replaced: refused before anything is loaded
             starts = catalog.c.name.startswith(staging_base(name) + "_", autoescape=True)
             for leftover, leftover_spec in tx.execute(
                 sa.select(catalog.c.name, catalog.c.spec).where(starts)
@@ -171,15 +173,15 @@ class PgAdmin(Admin):
 
     def swap_rows(self, name: str, other: str) -> None:
         """Exchange the two tables' rows in one transaction: the tables (with their
-        primary key constraints and indexes) trade names; the catalog stays as it is."""
+        primary key constraints and indexes) trade names; the catalog stays as it is. A
+        change-fed table's events are added first (:mod:`providers.postgres.overwrite`)."""
         with self._ddl() as tx:
             first, second = tx.spec(name), tx.spec(other)
-            if first.renamed(other) != second:
-                raise IncompatibleSchemaError(
-                    f"cannot swap the rows of {name!r} and {other!r}: their fields, keys or indexes differ"
-                )
+            check_swappable(first, second)
             if name == other:
                 return
+            if first.changes or second.changes:
+                record_swap(tx, self._db.schema, self._db.table_sql(first), self._db.table_sql(second))
             _rename(tx, self._db.schema, first, name, _PARKED)
             _rename(tx, self._db.schema, first, other, name)
             _rename(tx, self._db.schema, first, _PARKED, other)

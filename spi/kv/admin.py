@@ -20,7 +20,7 @@ from spi.kv.transaction import KvTransaction, stored_layout
 from spi.kv.verify import verify_table
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
-from spi.staging import check_swappable, is_hidden, new_staging_name, stages, staging_base, staging_spec
+from spi.staging import check_swappable, is_hidden, new_staging_name, stages, staging_base
 
 SWEEP_BATCH = 1000
 """Expired rows a sweep removes per commit."""
@@ -110,10 +110,11 @@ class KvAdmin(Admin):
         staging = new_staging_name(name)
         with self._tx() as tx:
             spec = tx.layout(name).spec
+            spec.check_writable()  # a frozen table's rows are not replaced: refused before anything is loaded
             for leftover in _names(tx, catalog_key(staging_base(name) + "_")):
                 if stages(leftover, name):
                     _drop_in(tx, leftover)
-            _create_in(tx, staging_spec(spec, staging))
+            _create_in(tx, spec.renamed(staging))
         return staging
 
     def swap_rows(self, name: str, other: str) -> None:
@@ -129,7 +130,6 @@ class KvAdmin(Admin):
             tx.save_layout(Layout(first.spec, second.columns, second.table_id))
             tx.save_layout(Layout(second.spec, first.columns, first.table_id))
 
-    def verify(self, name: str) -> list[str]:
     def freeze(self, name: str) -> None:
         """Make the table refuse row writes (the flag is in its catalog entry: every
         session after this commit sees it)."""
@@ -145,6 +145,7 @@ class KvAdmin(Admin):
             if old.spec.frozen != frozen:
                 tx.save_layout(Layout(old.spec.with_frozen(frozen), old.columns, old.table_id))
 
+    def verify(self, name: str) -> list[str]:
         """Check every row decodes and every index entry matches its row (both ways)."""
         with self._tx() as tx:
             return verify_table(tx, name)

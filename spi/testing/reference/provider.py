@@ -9,21 +9,22 @@ copied them fails to commit with :class:`ConflictError`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import cmp_to_key
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from spi.changes import Change
 from spi.errors import (
     ConflictError,
-    IncompatibleSchemaError,
     InvalidFieldError,
     TableExistsError,
     TableNotFoundError,
 )
 from spi.spec import TableSpec, validate_name
-from spi.staging import check_stageable, is_hidden, new_staging_name, stages
+from spi.staging import check_swappable, is_hidden, new_staging_name, stages
 from spi.testing.reference.feed import Feed, Pending
-from spi.testing.reference.records import StoredTable
+from spi.testing.reference.order import compare_tuples
+from spi.testing.reference.records import Record, StoredTable
 from spi.testing.reference.table import ReferenceTable, load_batches
 
 T = TypeVar("T")
@@ -32,8 +33,9 @@ T = TypeVar("T")
 class ReferenceAdmin:
     """Table management of a :class:`ReferenceProvider`."""
 
-    def __init__(self, tables: dict[str, StoredTable]) -> None:
+    def __init__(self, tables: dict[str, StoredTable], feed: Feed) -> None:
         self._tables = tables
+        self._feed = feed
 
     def create(self, spec: TableSpec) -> None:
         """Create an empty table; :class:`TableExistsError` if it exists."""
@@ -64,7 +66,8 @@ class ReferenceAdmin:
         """A new empty hidden table with ``name``'s spec, after dropping the earlier
         staging tables of ``name``; its name."""
         validate_name(name, "table")
-        spec = check_stageable(stored(self._tables, name).spec)
+        spec = stored(self._tables, name).spec
+        spec.check_writable()  # a frozen table's rows are not replaced
         for leftover in [n for n in self._tables if stages(n, name)]:
             self.drop(leftover)
         staging = new_staging_name(name)
@@ -72,10 +75,14 @@ class ReferenceAdmin:
         return staging
 
     def swap_rows(self, name: str, other: str) -> None:
-        """Exchange the rows of two tables with the same fields, key and indexes."""
+        """Exchange the rows of two tables with the same fields, key and indexes; with a
+        change feed on either, as one transaction of writes (see :func:`_exchange`)."""
         first, second = stored(self._tables, name), stored(self._tables, other)
-        if first.spec.renamed(other) != second.spec:
-            raise IncompatibleSchemaError(f"the specs of {name!r} and {other!r} differ")
+        check_swappable(first.spec, second.spec)
+        if first.spec.changes or second.spec.changes:
+            with ReferenceTransaction(self._tables, self._feed) as tx:
+                _exchange(tx.table(name), tx.table(other))
+            return
         first.rows, second.rows = second.rows, first.rows
         first.commits += 1
         second.commits += 1
@@ -97,6 +104,32 @@ class ReferenceAdmin:
         table = stored(self._tables, name)
         table.spec = table.spec.with_frozen(frozen)
         table.commits += 1
+
+
+def _exchange(one: ReferenceTable, other: ReferenceTable) -> None:
+    """Give each table the other's rows (SPI.md "Overwrites"): key by key in key order,
+    ``one``'s write then ``other``'s, each a put of the other's row with its version or
+    a delete of its own row where the other has none."""
+    if one is other:
+        return
+    spec = one.spec
+    olds = {id(t): {r.key(spec): r for r in t.rows} for t in (one, other)}
+    keys: list[tuple[Any, ...]] = []
+    for key in sorted([*olds[id(one)], *olds[id(other)]], key=cmp_to_key(compare_tuples)):
+        if not keys or compare_tuples(keys[-1], key) != 0:
+            keys.append(key)
+    for key in keys:
+        for table, source in ((one, other), (other, one)):
+            new = _matching(olds[id(source)], key)
+            if new is not None:
+                table.write_kept(dict(new.values), "replace", new.version)
+            elif _matching(olds[id(table)], key) is not None:
+                table.delete(key)
+
+
+def _matching(records: dict[tuple[Any, ...], Record], key: tuple[Any, ...]) -> Record | None:
+    """The record whose key equals ``key`` in the total order (None: none)."""
+    return next((r for k, r in records.items() if compare_tuples(k, key) == 0), None)
 
 
 def stored(tables: dict[str, StoredTable], name: str) -> StoredTable:
@@ -206,7 +239,7 @@ class ReferenceProvider:
     def __init__(self) -> None:
         self._tables: dict[str, StoredTable] = {}
         self._feed = Feed()
-        self.admin = ReferenceAdmin(self._tables)
+        self.admin = ReferenceAdmin(self._tables, self._feed)
 
     def transaction(self) -> ReferenceTransaction:
         """A new transaction (a context manager: commit on exit, roll back on an exception)."""
