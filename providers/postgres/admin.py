@@ -23,8 +23,8 @@ from providers.postgres.schema import (
     EXPIRES,
     SQL_TYPES,
     VERSION,
-    expiry_index_name,
     catalog_fingerprint,
+    expiry_index_name,
     index_name,
     pkey_name,
     qualified,
@@ -39,8 +39,8 @@ from spi.staging import check_swappable, is_hidden, new_staging_name, stages, st
 SWEEP_BATCH = 1000
 """Expired rows a sweep removes per transaction."""
 
-
 T = TypeVar("T")
+
 
 class PgAdmin(Admin):
     """Catalog reads and DDL, each call its own transaction."""
@@ -99,8 +99,8 @@ class PgAdmin(Admin):
             change = plan_schema_change(old, spec)
             if change.empty:
                 return
-            if spec.changes:
             spec = spec.with_frozen(old.frozen)  # a frozen table stays frozen
+            if spec.changes:
                 ensure_feed(tx, self._db.schema)
             if old.changes:
                 touch(tx, self._db.schema)  # its watchers look again
@@ -196,8 +196,6 @@ class PgAdmin(Admin):
             if not more:
                 return removed
 
-    def verify(self, name: str) -> list[str]:
-        """Compare the catalog spec with the real table: columns, types, key, indexes."""
     def _sweep_some(self, name: str) -> tuple[int, bool]:
         with begin(self._db) as tx:
             table = tx.table(name)
@@ -234,6 +232,8 @@ class PgAdmin(Admin):
                 tx.execute(sa.text(f"SELECT FROM {table} LIMIT 1"))
             self._save(tx, spec.with_frozen(frozen), new=False)
 
+    def verify(self, name: str) -> list[str]:
+        """Compare the catalog spec with the real table: columns, types, key, indexes."""
         problems: list[str] = []
         with begin(self._db) as tx:
             spec = tx.spec(name)
@@ -279,8 +279,6 @@ def _rename(tx: PgTransaction, schema: str, spec: TableSpec, source: str, target
         tx.execute(sa.text(f"ALTER INDEX {q(schema, old)} RENAME TO {q(new)}"))
 
 
-def _type_sql(tx: PgTransaction, ftype: Any) -> str:
-    return str(SQL_TYPES[ftype]().compile(dialect=tx.dialect))
 def _retried(work: Callable[[], T], attempts: int = 10) -> T:
     """``work()``, run again after a :class:`ConflictError` up to ``attempts`` times."""
     attempt = 0
@@ -293,6 +291,8 @@ def _retried(work: Callable[[], T], attempts: int = 10) -> T:
                 raise
 
 
+def _type_sql(tx: PgTransaction, ftype: Any) -> str:
+    return str(SQL_TYPES[ftype]().compile(dialect=tx.dialect))
 
 
 def _reflect(tx: PgTransaction, schema: str, name: str) -> tuple[dict[str, str], list[str], set[str]] | None:
