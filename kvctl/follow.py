@@ -82,22 +82,21 @@ class _Waker:
 
 
 class _Lag:
-    """The ``lag:`` lines on stderr."""
+    """The ``lag:`` lines on stderr: while the oldest unapplied commit is more than
+    :data:`LAG_EVERY` old, one every :data:`LAG_EVERY` seconds; ``lag: 0`` on each
+    catching up after applying something (and on the first)."""
 
     def __init__(self, source: spi.Provider) -> None:
         self._source = source
-        self._behind_since: float | None = None
         self._printed = 0.0
         self._quiet = False  # nothing applied since the last "lag: 0"
 
     def behind(self, applied: int, oldest: dt.datetime) -> None:
         """About to apply the commit at ``oldest``, the last one applied being ``applied``."""
-        now = time.monotonic()
-        if self._behind_since is None:
-            self._behind_since = now
         self._quiet = False
-        if now - self._behind_since >= LAG_EVERY and now - self._printed >= LAG_EVERY:
-            age = max(0.0, (dt.datetime.now(dt.UTC) - oldest).total_seconds())
+        now = time.monotonic()
+        age = (dt.datetime.now(dt.UTC) - oldest).total_seconds()
+        if age >= LAG_EVERY and now - self._printed >= LAG_EVERY:
             _say(f"lag: {max(1, self._source.revision() - applied)} revisions, {int(age)} s")
             self._printed = now
 
@@ -105,7 +104,7 @@ class _Lag:
         """Every revision committed before this round was applied."""
         if not self._quiet:
             _say("lag: 0 revisions, 0 s")
-        self._behind_since, self._quiet = None, True
+        self._quiet = True
 
 
 def _say(line: str) -> None:
