@@ -91,7 +91,7 @@ def _wait_for_line(stream: Any, pattern: str, proc: subprocess.Popen[str]) -> st
     for line in stream:
         if re.search(pattern, line):
             return str(line)
-    raise AssertionError(f"{proc.args} ended (exit {proc.wait()}) before printing {pattern!r}")
+    raise AssertionError(f"{proc.args!r} ended (exit {proc.wait()}) before printing {pattern!r}")
 
 
 @pytest.mark.parametrize(
