@@ -28,12 +28,12 @@ from spi.row import Page, Row
 from spi.scanning import merge_scans, project, read_page, transpose
 from spi.spec import TableSpec, check_ttl
 from spi.textvalues import key_words
-from spi.types import FieldType, validate_value, values_equal
+from spi.types import validate_value, values_equal
 from spi.validate import (
     check_batch_size,
+    check_increment,
     check_limit,
     check_projection,
-    check_increment,
     checked_version,
     full_row,
     validate_changes,

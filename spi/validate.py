@@ -7,7 +7,16 @@ from typing import Any
 
 from spi.errors import InvalidFieldError
 from spi.spec import TableSpec
-from spi.types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, MAX_KEY_BYTES, MAX_VALUE_BYTES, FieldType
+from spi.types import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    MAX_KEY_BYTES,
+    MAX_VALUE_BYTES,
+    FieldType,
+    validate_value,
+)
 
 
 def validate_columns(spec: TableSpec, row: Any, *, what: str = "row") -> dict[str, Any]:
@@ -20,6 +29,33 @@ def validate_columns(spec: TableSpec, row: Any, *, what: str = "row") -> dict[st
             if not isinstance(column, str) or column not in validators:
                 spec.type_of(str(column))  # raises the unknown-column error
     return {column: validators[column](value) for column, value in row.items()}
+
+
+def check_increment(spec: TableSpec, column: str, amount: Any) -> tuple[FieldType, int | float]:
+    """The type of ``column`` and the ``amount`` of an increment of it, checked: a
+    numeric non-key column and a number it can add (an integer for an integer
+    column; for a double one, a value a double holds)."""
+    ftype = spec.type_of(column)
+    integer = ftype is FieldType.LONG or ftype is FieldType.INT
+    if not (integer or ftype is FieldType.DOUBLE) or spec.is_key(column):
+        raise InvalidFieldError(
+            f"increment needs an int, long or double non-key column; {column!r} is "
+            f"{'a key column' if spec.is_key(column) else ftype}",
+            column=column,
+        )
+    if integer and type(amount) is int:  # the usual case (not a bool)
+        return ftype, amount
+    if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+        raise InvalidFieldError(f"increment amount must be a number, got {amount!r}", column=column)
+    if integer:
+        if isinstance(amount, int):
+            return ftype, amount
+        raise InvalidFieldError(
+            f"increment amount for {ftype} column {column!r} must be an integer, got {amount!r}",
+            column=column,
+        )
+    amount = validate_value(ftype, amount, column)  # an int no double holds is out of range (not an OverflowError)
+    return ftype, amount
 
 
 def validate_row(spec: TableSpec, row: Any) -> dict[str, Any]:

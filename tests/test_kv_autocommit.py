@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -200,3 +201,39 @@ def test_rocksdb_auto_commit_writes_keep_versions_expiry_and_indexes(tmp_path: P
         assert p.table("plain").read(("a",)) is None
         assert p.table("plain").upsert({"k": "a"}) == 1  # an expired row counts as absent
         assert p.admin.verify("plain") == []
+
+
+def test_rocksdb_point_writes_wait_for_a_transaction_in_another_thread(tmp_path: Path) -> None:
+    """An upsert or increment of an existing row of a plain table runs as one get and
+    one put while the store is idle; while another thread's transaction holds the
+    store it waits for that commit (serializable: no update lost), and either way the
+    row, its version, the row count and the store stay consistent."""
+    with spi.connect(f"rocksdb://{tmp_path}/db") as p:
+        p.admin.create(PLAIN)
+        t = p.table("plain")
+        t.upsert({"k": "a", "n": 1})
+        assert t.increment(("a",), "n", 1) == 2  # idle: the point path
+        assert t.upsert({"k": "a", "tag": "t"}) == 3
+        holding = threading.Event()
+
+        def hold() -> None:
+            with p.transaction() as tx:
+                held = tx.table("plain")
+                n = held.read(("a",))["n"]  # type: ignore[index]
+                holding.set()
+                time.sleep(0.3)
+                held.upsert({"k": "a", "n": n + 100})
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert holding.wait(10)
+        assert t.increment(("a",), "n", 1) == 103
+        holder.join()
+        assert t.upsert({"k": "a", "tag": "u"}) == 6
+        row = t.read(("a",))
+        assert row is not None and (row["n"], row["tag"], row.version, row.expires_at) == (103, "u", 6, None)
+        assert t.count() == 1
+        assert p.admin.verify("plain") == []
+        with pytest.raises(spi.InvalidFieldError, match="must be an integer"):
+            t.increment(("a",), "n", 1.5)
+        assert t.read(("a",)).version == 6  # type: ignore[union-attr]

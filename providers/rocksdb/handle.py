@@ -31,12 +31,15 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from threading import get_ident
 from time import monotonic
-from typing import Any
+from typing import Any, TypeVar
 
 from spi.errors import KvError, ProviderUnavailableError
 from spi.kv.store import STALE, Stale
+
+T = TypeVar("T")
 
 LINGER = 0.25
 """Seconds an idle open database is kept before it is closed and unlocked (sooner
@@ -156,25 +159,46 @@ class PathHandle:
         return self._db
 
     def get_if_idle(self, generation: int, key: bytes) -> bytes | Stale | None:
-        """One read without a session (see :meth:`OrderedStore.get_if_idle`): only
-        while the database is open, no session runs, ``generation`` is current and
-        no other process waits for the path (looked for as often as a session
-        does); read under the mutex, so no session starts and the linger thread
-        cannot close meanwhile. Counts as use: the idle period starts again."""
+        """One read without a session (see :meth:`OrderedStore.get_if_idle`)."""
         with self._mutex:
-            db = self._db
-            if db is None or self._owner is not None or self._queue or generation != self.generation:
+            db = self._idle_db(generation, False)
+            if db is None:
                 return STALE
-            now = monotonic()
-            if now >= self._next_waiter_check:
-                if self._others_waiting():
-                    return STALE  # a session lets the waiting process in (see release)
-                self._next_waiter_check = now + WAITER_CHECK
-            self._idle_since = now
             try:
                 return db.get(key)  # type: ignore[no-any-return]
             except Exception as exc:
                 raise driver_error(exc, "reading", self.path) from None
+
+    def run_if_idle(self, generation: int, fn: Callable[[Any], T]) -> T | Stale:
+        """``fn(db)`` for a one-off write without a session (see
+        :meth:`OrderedStore.write_if_idle`)."""
+        with self._mutex:
+            db = self._idle_db(generation, True)
+            return STALE if db is None else fn(db)
+
+    def _idle_db(self, generation: int, writing: bool) -> Any:
+        """The open database if a call may use it without a session (the caller holds
+        the mutex, so no session starts and the linger thread cannot close
+        meanwhile): no session runs, ``generation`` is current, the database is open
+        (for ``writing``, not read-only) and no other process waits for the path
+        (looked for as often as a session does). Counts as use: the idle period
+        starts again. None: start a session."""
+        db = self._db
+        if (
+            db is None
+            or self._owner is not None
+            or self._queue
+            or generation != self.generation
+            or (writing and self._read_only)
+        ):
+            return None
+        now = monotonic()
+        if now >= self._next_waiter_check:
+            if self._others_waiting():
+                return None  # a session lets the waiting process in (see release)
+            self._next_waiter_check = now + WAITER_CHECK
+        self._idle_since = now
+        return db
 
     def _wait_turn(self, me: int, deadline: float, timeout: float) -> None:
         """Queue for the handle (the caller holds the mutex); first come, first served:

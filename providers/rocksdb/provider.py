@@ -6,14 +6,16 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from itertools import chain, islice
-from typing import Any
+from typing import Any, TypeVar
 
 from providers.rocksdb.handle import driver_error, handle_for
 from providers.rocksdb.url import RocksUrl, parse_url
 from spi.capabilities import Capability
 from spi.errors import KvError, ProviderUnavailableError, UrlError
 from spi.kv import KvProvider, OrderedStore, StoreSession
-from spi.kv.store import FIRST_CHUNK, MAX_CHUNK, Stale, chunked
+from spi.kv.store import FIRST_CHUNK, MAX_CHUNK, STALE, Stale, chunked
+
+T = TypeVar("T")
 
 
 class _RocksSession(StoreSession):
@@ -155,12 +157,27 @@ class _RocksSession(StoreSession):
         return self._handle.known_revision()
 
     def release(self) -> None:
+        self._end()
+        self._handle.release()
+
+    def _end(self) -> None:
+        """Drop the session's iterators and its database."""
         if self._boxes:
             for box in list(self._boxes.values()):
                 box.clear()
             self._boxes.clear()
         self._db = None
-        self._handle.release()
+
+
+class _IdleSession(_RocksSession):
+    """A session over the open database for a call run while the store is idle
+    (:meth:`RocksStore.write_if_idle`): the handle is not acquired, so ending the
+    session releases nothing but the session's iterators."""
+
+    __slots__ = ()
+
+    def release(self) -> None:
+        self._end()
 
 
 class RocksStore(OrderedStore):
@@ -199,6 +216,11 @@ class RocksStore(OrderedStore):
 
     def get_if_idle(self, generation: int, key: bytes) -> bytes | Stale | None:
         return self.handle.get_if_idle(generation, key)
+
+    def write_if_idle(self, generation: int, fn: Callable[[StoreSession], T]) -> T | Stale:
+        if self.write_options is None:
+            return STALE  # no writing session made yet
+        return self.handle.run_if_idle(generation, lambda db: fn(_IdleSession(self, db)))
 
     def close(self) -> None:
         self.handle.close_if_idle()

@@ -15,25 +15,48 @@ retry loop or conflict tracking: no conflict can happen on an exclusive session.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import chain
-from typing import Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from spi.errors import InvalidFieldError
 from spi.filters import Expr
-from spi.keys import KeyLike, Range, normalize_key
+from spi.keys import KeyLike, Range, key_of, normalize_key
 from spi.kv.buffer import WriteBuffer
 from spi.kv.feed import FeedSettings
 from spi.kv.layout import Layout, LayoutCache
-from spi.kv.store import STALE, OrderedStore, StoreSession
+from spi.kv.store import STALE, OrderedStore, Stale, StoreSession
 from spi.kv.table import KvTable, StoredPage
 from spi.kv.transaction import commit, stored_layout
+from spi.primitives import Stored
 from spi.provider import AutoCommitTable, ProviderBase
 from spi.row import Row
 from spi.table import TableBase
-from spi.validate import check_limit
+from spi.types import validate_value
+from spi.validate import check_increment, check_limit, validate_row
 
 T = TypeVar("T")
+
+
+def _existing(session: StoreSession, layout: Layout, key: bytes) -> Stored | None:
+    """The row stored under ``key`` if it never expires (None: a new row, or one with
+    an expiry, which the general path writes)."""
+    raw = session.get(key)
+    if raw is None:
+        return None
+    old = layout.decode_row(raw)
+    return old if old.expires is None else None
+
+
+def _merge(session: StoreSession, layout: Layout, key: bytes, values: dict[str, Any]) -> int | Stale:
+    """Merge ``values`` into the row under ``key`` and commit it: the new version
+    (STALE: not such a row, see :func:`_existing`)."""
+    old = _existing(session, layout, key)
+    if old is None:
+        return STALE
+    version = old.version + 1
+    session.commit([], [key], [layout.encode_row({**old.values, **values}, version, None)])
+    return version
 
 
 class _Provider(Protocol):
@@ -71,6 +94,86 @@ class KvAutoCommitTable(AutoCommitTable):
             raise
         commit(buffer, self._feed)
         return result
+
+    def _write(self, op: Callable[[TableBase], T]) -> T:
+        """Run the single-key write ``op`` as :meth:`_call` does; while the store is idle
+        and the table's layout is remembered for its generation (the everyday case),
+        on a session made without waiting for one (:meth:`OrderedStore.write_if_idle`):
+        the same table code and the same one-batch commit, without a session's hand-off."""
+        if not self._kv.closed:
+            known = self._known or self._remembered()
+            if known is not None:
+                layout = known[1]
+                done = self._store.write_if_idle(
+                    known[0], lambda session: self._commit_on(WriteBuffer(session), layout, op)
+                )
+                if done is not STALE:
+                    return done
+                self._known = None
+        return self._call(op)
+
+    def _commit_on(self, buffer: WriteBuffer, layout: Layout, op: Callable[[TableBase], T]) -> T:
+        """``op`` on the table through ``buffer``, committed as one batch."""
+        try:
+            result = op(KvTable(buffer, layout))
+        except BaseException:
+            buffer.discard()
+            raise
+        commit(buffer, self._feed)
+        return result
+
+    # The everyday one-off writes, upsert and increment of a row that exists, on a
+    # plain table (no feed, index, expiry or freeze) are a get and a put of one key:
+    # while the store is idle they run as just that (merged and encoded here, with
+    # the shared checks), not through the table code, a write buffer and a commit.
+    # Anything else (a new row, a row with an expiry) takes the general path.
+    def upsert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
+        """See :meth:`TableBase.upsert` (a point write while the store is idle)."""
+        known = self._plain() if ttl is None else None
+        if known is not None:
+            layout = known[1]
+            values = validate_row(layout.spec, row)
+            key = layout.row_prefix + layout.encode_key(key_of(layout.spec, values))
+            done = self._store.write_if_idle(known[0], lambda session: _merge(session, layout, key, values))
+            if done is not STALE:
+                return done
+        return super().upsert(row, ttl=ttl)
+
+    def increment(self, key: KeyLike, column: str, amount: int | float = 1) -> int | float:
+        """See :meth:`TableBase.increment` (a point write while the store is idle)."""
+        known = self._plain()
+        if known is not None:
+            layout = known[1]
+            spec = layout.spec
+            ftype, checked = check_increment(spec, column, amount)
+            encoded = layout.row_prefix + layout.encode_key(normalize_key(spec, key))
+
+            def add(session: StoreSession) -> int | float | Stale:
+                old = _existing(session, layout, encoded)
+                if old is None:
+                    return STALE
+                values = old.values  # freshly decoded: ours to change
+                values[column] = new = validate_value(ftype, (values[column] or 0) + checked, column)
+                session.commit([], [encoded], [layout.encode_row(values, old.version + 1, None)])
+                return new  # type: ignore[no-any-return]
+
+            done = self._store.write_if_idle(known[0], add)
+            if done is not STALE:
+                return done
+        return super().increment(key, column, amount)
+
+    def _plain(self) -> tuple[int, Layout] | None:
+        """The generation and layout a point write may use: a remembered layout of a
+        table without a feed, indexes, a ttl or a freeze (else None)."""
+        if self._kv.closed:
+            return None
+        known = self._known or self._remembered()
+        if known is None:
+            return None
+        spec = known[1].spec
+        if spec.changes or spec.indexes or spec.ttl is not None or spec.frozen:
+            return None
+        return known
 
     def _read(self, op: Callable[[TableBase], T]) -> T:
         """Run ``op`` on one session of the store (consistent: sessions are exclusive)."""

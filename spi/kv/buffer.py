@@ -291,7 +291,9 @@ class WriteBuffer:
         try:
             self.end()
             writes, last = self._writes, self._last
-            if writes or self._runs or self._range_deletes or last:
+            if len(writes) == 1 and not (self._runs or self._range_deletes or last):
+                self._session.commit(self._range_deletes, list(writes), list(writes.values()))  # a point write
+            elif writes or self._runs or self._range_deletes or last:
                 # In key order: RocksDB inserts a sorted batch several times faster.
                 if self._runs:
                     keys, values = self._in_order()

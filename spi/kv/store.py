@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import Enum
 from itertools import islice
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from spi.errors import KvError
+
+T = TypeVar("T")
 
 POLL_INTERVAL = 0.1
 """Seconds between two looks of a watch on a store that cannot signal changes."""
@@ -130,6 +132,14 @@ class OrderedStore(ABC):
         ``generation`` (so a layout remembered under it still holds), read while
         nothing can start; else :data:`STALE`: start a session. Stores that cannot
         tell answer STALE."""
+        return STALE
+
+    def write_if_idle(self, generation: int, fn: Callable[[StoreSession], T]) -> T | Stale:
+        """``fn(session)`` for a one-off write, on a session made without waiting:
+        only when nothing else runs on the store now and its generation is still
+        ``generation``, with nothing able to start until ``fn`` returns; else
+        :data:`STALE` (``fn`` not called): start a session. ``fn`` commits or discards
+        the session's writes as usual. Stores that cannot tell answer STALE."""
         return STALE
 
     def brief_session(self) -> StoreSession:
