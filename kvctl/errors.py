@@ -41,8 +41,8 @@ class NotDone(CliError):
 
 
 def exit_code_for(exc: BaseException) -> int:
-    """The exit code of an exception: 1 (not done) for the SPI's not-found, exists, version
-    and conflict errors, and for anything unexpected."""
+    """The exit code of an exception: 1 (not done) for the SPI's not-found, exists, version,
+    conflict and frozen-table errors, and for anything unexpected."""
     if isinstance(exc, CliError):
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):

@@ -316,10 +316,7 @@ class TableSpec:
     @classmethod
     def from_catalog(cls, data: Mapping[str, Any]) -> TableSpec:
         """The spec a provider's catalog stored with :meth:`to_catalog`."""
-        if "frozen" not in data:
-            return cls.from_dict(data)
-        rest = {k: v for k, v in data.items() if k != "frozen"}
-        return cls.from_dict(rest).with_frozen(data["frozen"] is True)
+        return cls.from_dict(data).with_frozen(data.get("frozen") is True)
 
     def to_json(self) -> str:
         """The spec in the format of the CLI's ``--spec`` files."""
@@ -327,10 +324,12 @@ class TableSpec:
 
     @classmethod
     def from_dict(cls, data: Any, *, name: str | None = None) -> TableSpec:
-        """Build a spec from a ``--spec`` object; ``name`` fills in or must match."""
+        """Build a spec from a ``--spec`` object; ``name`` fills in or must match. A
+        ``"frozen"`` flag (``kvctl table describe -o json`` of a frozen table) is
+        accepted and ignored: frozen is a table's state, not its definition."""
         if not isinstance(data, Mapping):
             raise SchemaError("a table spec must be an object with fields and primary_key")
-        unknown = set(data) - {"name", "fields", "primary_key", "indexes", "changes", "ttl"}
+        unknown = set(data) - {"name", "fields", "primary_key", "indexes", "changes", "ttl", "frozen"}
         if unknown:
             raise SchemaError(f"table spec has unknown keys: {', '.join(sorted(map(str, unknown)))}")
         given = data.get("name")
@@ -354,6 +353,10 @@ class TableSpec:
         ttl = data.get("ttl")
         if ttl is not None:
             ttl = check_ttl(ttl, SchemaError, "table spec 'ttl'")
+        if not isinstance(data.get("frozen", False), bool):
+            raise SchemaError(
+                f"table spec 'frozen' must be true or false, got {json.dumps(data['frozen'], default=str)}"
+            )
         return cls(table, fields, pk, indexes, changes=changes, ttl=ttl)
 
     @classmethod

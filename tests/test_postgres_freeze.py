@@ -73,9 +73,14 @@ def test_freeze_waits_for_a_transaction_that_wrote_the_table(pg_factory: Callabl
     p, other = _two(pg_factory)
     try:
         frozen = threading.Event()
+
+        def freeze() -> None:
+            p.admin.freeze("orders")
+            frozen.set()
+
         with other.transaction() as tx:
             tx.table("orders").upsert({"region": "eu", "id": 1000})
-            freezer = threading.Thread(target=lambda: (p.admin.freeze("orders"), frozen.set()))
+            freezer = threading.Thread(target=freeze)
             freezer.start()
             time.sleep(0.5)
             assert not frozen.is_set()  # the writer commits first

@@ -1,4 +1,4 @@
-"""``kvctl table``: create, list, describe, alter, verify, drop."""
+"""``kvctl table``: create, list, describe, alter, verify, sweep, freeze, unfreeze, drop."""
 
 from __future__ import annotations
 
@@ -53,11 +53,19 @@ def list_tables(
     counts: Annotated[bool, typer.Option("--counts", help="Add each table's row count.")] = False,
     output: options.Output = None,
 ) -> None:
-    """List the tables, sorted by name."""
+    """List the tables, sorted by name (a frozen table's entry says so)."""
     provider = get_state(ctx).provider(create=False)
+    fmt = get_state(ctx).output_format(output)
     names = provider.admin.list_tables()
-    rows = ({"name": n, "rows": provider.table(n).count()} if counts else {"name": n} for n in names)
-    print_rows(get_state(ctx).output_format(output), ["name", "rows"] if counts else ["name"], rows)
+    frozen = {n for n in names if provider.admin.is_frozen(n)}
+    flag = "yes" if fmt is OutputFormat.table else True
+    rows = (
+        {"name": n}
+        | ({"rows": provider.table(n).count()} if counts else {})
+        | ({"frozen": flag} if n in frozen else {})
+        for n in names
+    )
+    print_rows(fmt, ["name"] + (["rows"] if counts else []) + (["frozen"] if frozen else []), rows)
 
 
 @app.command(cls=Command)
@@ -66,11 +74,12 @@ def describe(
     name: options.Table,
     output: options.Output = None,
 ) -> None:
-    """Show a table's spec (-o json prints the --spec file shape)."""
+    """Show a table's spec (-o json prints the --spec file shape, with "frozen": true
+    for a frozen table, which --spec ignores)."""
     spec = get_state(ctx).provider(create=False).admin.get_spec(name)
     fmt = get_state(ctx).output_format(output)
     if fmt in (OutputFormat.json, OutputFormat.ndjson):
-        print_document(fmt, spec.to_dict())
+        print_document(fmt, spec.to_catalog())
         return
     rows = (
         {
@@ -83,7 +92,8 @@ def describe(
     )
     print_rows(fmt, ["column", "type", "key", "indexed"], rows)
     ttl = "none" if spec.ttl is None else describe_seconds(spec.ttl)
-    print(f"change feed: {'on' if spec.changes else 'off'} · ttl: {ttl}", file=sys.stderr)
+    frozen = " · frozen: yes" if spec.frozen else ""
+    print(f"change feed: {'on' if spec.changes else 'off'} · ttl: {ttl}{frozen}", file=sys.stderr)
 
 
 @app.command(cls=Command)
@@ -159,6 +169,22 @@ def sweep(ctx: typer.Context, name: options.Table) -> None:
     provider = get_state(ctx).provider(create=True)
     check_expiry(ctx)
     print_value(provider.admin.sweep(name))
+
+
+@app.command(cls=Command)
+def freeze(ctx: typer.Context, name: options.Table) -> None:
+    """Refuse every row write to the table from now on (the fencing step of a
+    cut-over): writes exit 1 with "table NAME is frozen"; reads, sweeps, alter and
+    drop still work. Undo with kvctl table unfreeze."""
+    get_state(ctx).provider(create=True).admin.freeze(name)
+    print(f"froze table {name!r}: its rows are read-only until kvctl table unfreeze {name}", file=sys.stderr)
+
+
+@app.command(cls=Command)
+def unfreeze(ctx: typer.Context, name: options.Table) -> None:
+    """Allow row writes to a frozen table again."""
+    get_state(ctx).provider(create=True).admin.unfreeze(name)
+    print(f"unfroze table {name!r}", file=sys.stderr)
 
 
 @app.command(cls=Command)

@@ -107,7 +107,8 @@ class TablesScreen(Screen[None]):
         grid.clear()
         for name, spec in specs.items():
             known = self.session.counts.get(name, "")
-            grid.add_row(name, count_text(known), feed_text(spec), ttl_text(spec), key=name)
+            shown = f"{name} (frozen)" if spec.frozen else name  # its rows are read-only
+            grid.add_row(shown, count_text(known), feed_text(spec), ttl_text(spec), key=name)
         if keep in specs:
             grid.move_cursor(row=list(specs).index(keep), animate=False)
         count = len(specs)
