@@ -63,7 +63,7 @@ def test_the_feed_lives_in_two_tables_of_the_schema(pg_factory: Callable[..., An
     with psycopg.connect(pg_server.dsn) as conn:
         counter = conn.execute(f'SELECT revision, compacted FROM "{schema}".kv_revision').fetchall()
         stored = conn.execute(f'SELECT revision, seq, table_name, op, version FROM "{schema}".kv_changes').fetchall()
-    assert counter == [(1, 0)] and stored == [(1, 1, "plain", 0, 1)]
+    assert counter == [(1, 0)] and stored == [(1, 1, "plain", 5, 1)]  # OP_SET: with created, expiry, prev
 
 
 def test_a_dropped_table_loses_its_events_and_ends_keyed_watchers(pg_factory: Callable[..., Any]) -> None:
@@ -151,7 +151,7 @@ def test_a_loads_events_are_stored_as_runs_and_read_one_by_one(pg_factory: Calla
     p.table("t").load(rows, batch_size=len(rows))
     with psycopg.connect(pg_server.dsn) as conn:
         stored = conn.execute(f'SELECT seq, op FROM "{p.schema}".kv_changes ORDER BY seq').fetchall()
-    assert stored == [(RUN, 4), (2 * RUN, 4), (2 * RUN + 500, 4)]
+    assert stored == [(RUN, 6), (2 * RUN, 6), (2 * RUN + 500, 6)]  # OP_SETS
     events = list(p.changes("t"))
     assert [e.key["id"] for e in events] == list(range(len(rows)))
     assert all(e.op == "put" and e.revision == 1 and e.version == 1 for e in events)

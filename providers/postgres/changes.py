@@ -16,20 +16,23 @@ import msgspec
 import sqlalchemy as sa
 
 from providers.postgres.database import PgDatabase
-from providers.postgres.feed import OP_DROP, OP_PUT, OP_PUTS, channel, feed_tables
+from providers.postgres.feed import OP_DROP, OP_PUTS, OP_SET, OP_SETS, PUT_OPS, channel, feed_tables
 from providers.postgres.transaction import PgTransaction, begin
 from spi.changes import (
     OPS,
     Change,
+    Progress,
+    Wanted,
+    WatchArgs,
     check_revision,
     check_tables,
-    check_watch,
+    check_wanted,
     chunked,
     follow,
     key_filter,
     require_feed,
 )
-from spi.codec import decode_key, prefix_successor
+from spi.codec import decode_key, from_micros, prefix_successor
 from spi.errors import InvalidFieldError, RevisionCompactedError, TableNotFoundError
 from spi.keys import KeyLike
 from spi.spec import TableSpec
@@ -56,10 +59,18 @@ def _counter(tx: PgTransaction, db: PgDatabase) -> tuple[int, int]:
 class _Reader:
     """A ``changes`` or ``watch`` call: its tables and filter, and how far it has read."""
 
-    def __init__(self, db: PgDatabase, names: list[str] | None, key: KeyLike | None, prefix: KeyLike | None) -> None:
+    def __init__(
+        self,
+        db: PgDatabase,
+        names: list[str] | None,
+        key: KeyLike | None,
+        prefix: KeyLike | None,
+        wanted: Wanted = Wanted(),
+    ) -> None:
         self._db = db
         self._names = names
         self._key, self._prefix = key, prefix
+        self._wanted = wanted
         self._done = 0  # every revision up to this one is read
         self._after = (0, 0)  # the last (revision, seq) read
         self._watching = False
@@ -122,10 +133,10 @@ class _Reader:
                 else:
                     on_key = sa.and_(c.key >= wanted[0], *([c.key < following] if following is not None else []))
                 # A drop ends a keyed watch too; a run's keys are filtered as it is read.
-                stmt = stmt.where(sa.or_(on_key, c.op.in_([OP_DROP, OP_PUTS])))
+                stmt = stmt.where(sa.or_(on_key, c.op.in_([OP_DROP, OP_PUTS, OP_SETS])))
             rows = tx.execute(stmt).fetchall() if specs else []
         out: list[Change] = []
-        for revision, seq, change in _events(rows, specs, wanted, self._after):
+        for revision, seq, change in _events(rows, specs, wanted, self._after, self._wanted):
             if len(out) == n:
                 return out, True  # the position stays after the last event returned
             self._after, self._done = (revision, seq), revision - 1
@@ -140,6 +151,10 @@ class _Reader:
         self._after = (self._done, 2**31)
         return out, False
 
+    def position(self) -> int:
+        """The revision every event up to which has been read."""
+        return self._done
+
 
 class _Dropped(NamedTuple):
     """A dropped table's marker in the feed."""
@@ -148,35 +163,55 @@ class _Dropped(NamedTuple):
 
 
 def _events(
-    rows: Sequence[Any], specs: dict[str, TableSpec], wanted: tuple[bytes, bool] | None, after: tuple[int, int]
+    rows: Sequence[Any],
+    specs: dict[str, TableSpec],
+    wanted: tuple[bytes, bool] | None,
+    after: tuple[int, int],
+    kept: Wanted,
 ) -> Iterator[tuple[int, int, Change | _Dropped | None]]:
     """The events of fetched rows with their positions, a run's one by one from the
-    first after ``after`` (None where a run's key is filtered out)."""
+    first after ``after`` (None where a run's key or op is filtered out)."""
+    puts_kept = kept.keeps(0)
     for revision, seq, table, op, key, row, version, when in rows:
         if op == OP_DROP:
             yield revision, seq, _Dropped(table)
-        elif op != OP_PUTS:
-            yield (
-                revision,
-                seq,
-                _change(specs[table], revision, op, bytes(key), _unpack(bytes(row)) if row else None, version, when),
-            )
+        elif op not in (OP_PUTS, OP_SETS):
+            if not kept.keeps(0 if op in PUT_OPS else op):
+                yield revision, seq, None
+                continue
+            stored = _unpack(bytes(row)) if row else None
+            yield revision, seq, _change(specs[table], revision, op, bytes(key), stored, version, when, kept.prev)
         else:
             puts = _unpack(bytes(row))
             first = seq - len(puts) + 1
-            for at, (put_key, values, put_version) in enumerate(puts, first):
+            for at, (put_key, values, put_version, *expires) in enumerate(puts, first):
                 if (revision, at) <= after:
                     continue
-                if wanted is not None and not (put_key == wanted[0] if wanted[1] else put_key.startswith(wanted[0])):
+                if not puts_kept or (
+                    wanted is not None and not (put_key == wanted[0] if wanted[1] else put_key.startswith(wanted[0]))
+                ):
                     yield revision, at, None
                 else:
-                    yield revision, at, _change(specs[table], revision, OP_PUT, put_key, values, put_version, when)
+                    stored = (values, *expires, True, None) if op == OP_SETS else values
+                    yield revision, at, _change(specs[table], revision, op, put_key, stored, put_version, when, False)
 
 
-def _change(spec: TableSpec, revision: int, op: int, key: bytes, stored: Any, version: Any, when: Any) -> Change:
+def _change(
+    spec: TableSpec, revision: int, op: int, key: bytes, stored: Any, version: Any, when: Any, prev: bool
+) -> Change:
+    """The event of a stored ``op`` (see :data:`providers.postgres.feed.OP_SET`)."""
     keys = dict(zip(spec.primary_key, decode_key(spec.key_types, key)[0]))
-    values = None if stored is None else {c: stored.get(c) for c in spec.columns}
-    return Change(revision, spec.name, OPS[op], keys, values, version, when)
+    columns = spec.columns
+    if op not in PUT_OPS:
+        before = None if stored is None or not prev else {c: stored.get(c) for c in columns}
+        return Change(revision, spec.name, OPS[op], keys, None, None, when, None, before)
+    if op not in (OP_SET, OP_SETS):  # written before created, prev and expiries were recorded
+        return Change(revision, spec.name, OPS[0], keys, {c: stored.get(c) for c in columns}, version, when)
+    values, expires, created, old = stored
+    before = None if old is None or not prev else {c: old.get(c) for c in columns}
+    at = None if expires is None else from_micros(expires)
+    row = {c: values.get(c) for c in columns}
+    return Change(revision, spec.name, OPS[0], keys, row, version, when, created, before, at)
 
 
 def revision(db: PgDatabase) -> int:
@@ -192,10 +227,12 @@ def changes(
     key: KeyLike | None,
     prefix: KeyLike | None,
     limit: int | None,
+    prev: bool = False,
+    ops: Any = None,
 ) -> Iterator[Change]:
     """See :meth:`spi.protocols.Provider.changes` (the first chunk is read now)."""
     n = check_limit(limit)
-    reader = _Reader(db, check_tables(tables, key, prefix), key, prefix)
+    reader = _Reader(db, check_tables(tables, key, prefix), key, prefix, check_wanted(prev, ops))
     end = reader.start(check_revision(since))
     if n == 0:
         return iter(())
@@ -247,23 +284,16 @@ class _Listener:
             self._fairy.invalidate()
 
 
-def watch(
-    db: PgDatabase,
-    table: str,
-    key: KeyLike | None,
-    prefix: KeyLike | None,
-    since: int | None,
-    timeout: float | None,
-) -> Iterator[Change]:
-    """See :meth:`spi.protocols.Provider.watch` (arguments, table and ``since`` checked now)."""
-    names, start, wait = check_watch(table, key, prefix, since, timeout)
-    reader = _Reader(db, names, key, prefix)
-    reader.start(start, watching=True)
+def watch(db: PgDatabase, args: WatchArgs, key: KeyLike | None, prefix: KeyLike | None) -> Iterator[Change | Progress]:
+    """See :meth:`spi.protocols.Provider.watch` (the checked ``args``; the table and
+    ``since`` are checked now)."""
+    reader = _Reader(db, args.names, key, prefix, args.wanted)
+    reader.start(args.since, watching=True)
     listener = _Listener(db)
 
-    def run() -> Iterator[Change]:
+    def run() -> Iterator[Change | Progress]:
         try:
-            yield from follow(lambda: reader.read(None, None), listener, wait)
+            yield from follow(lambda: reader.read(None, None), reader.position, listener, args)
         finally:
             listener.close()
 

@@ -35,16 +35,25 @@ from sqlalchemy.dialects import postgresql as pg
 
 from providers.postgres.schema import derived_name, qualified, quoted
 from providers.postgres.session import PgSession
-from spi.codec import encode_key, key_encoder, value_encoder
+from spi.codec import encode_key, key_encoder, to_micros, value_encoder
 from spi.spec import TableSpec
 
 CHANGES = "kv_changes"
 REVISION = "kv_revision"
-OP_PUT, OP_DELETE, OP_EXPIRE, OP_DROP, OP_PUTS = 0, 1, 2, 3, 4
+OP_PUT, OP_DELETE, OP_EXPIRE, OP_DROP, OP_PUTS, OP_SET, OP_SETS = 0, 1, 2, 3, 4, 5, 6
 """Stored ops: positions in :data:`spi.changes.OPS`, a dropped table's marker (which
 ends its watchers; ``changes`` skips it), and a run of puts: its row is msgpack
 ``[[key, {column: value}, version], ...]`` (keys encoded), its key the first one's, its
-seq the last one's (the run numbers ``seq - len + 1`` .. ``seq``), its version null."""
+seq the last one's (the run numbers ``seq - len + 1`` .. ``seq``), its version null.
+
+:data:`OP_SET` is a put whose row is ``[{column: value}, expiry µs or null,
+created (true, false or null: unknown), the row before or null]``, :data:`OP_SETS` a run of puts
+that found no row, ``[[key, {column: value}, version, expiry µs or null], ...]``;
+deletes and expiries store the removed row in ``row``. Puts and runs written before
+those existed (:data:`OP_PUT`, :data:`OP_PUTS`, deletes with a null row) read with
+``created``, ``prev`` and ``expires_at`` None."""
+PUT_OPS = frozenset({OP_PUT, OP_PUTS, OP_SET, OP_SETS})
+"""The stored ops of puts."""
 RUN = 1000
 """Puts per run row (bounds what a reader decodes to resume inside a run)."""
 
@@ -102,26 +111,45 @@ def ensure_feed(tx: PgSession, schema: str) -> None:
     tx.execute(sa.text(f"CREATE INDEX IF NOT EXISTS {index} ON {qualified(tx.dialect, schema, CHANGES)} (time)"))
 
 
-def put_event(spec: TableSpec, key: tuple[Any, ...], values: dict[str, Any], version: int) -> Event:
-    """The event of a write that left ``values`` at ``version`` under ``key``."""
-    return (spec.name, OP_PUT, encode_key(spec.key_types, key), _pack(values), version)
+def put_event(
+    spec: TableSpec,
+    key: tuple[Any, ...],
+    values: dict[str, Any],
+    version: int,
+    expires: int | None,
+    prev: dict[str, Any] | None,
+    created: bool | None = None,
+) -> Event:
+    """The event of a write that left ``values`` at ``version`` under ``key``, expiring
+    at ``expires`` (µs; None: never), over the live row ``prev`` (None: none);
+    ``created``: whether it found no live row (None: ``prev`` is None)."""
+    made = prev is None if created is None else created
+    return (spec.name, OP_SET, encode_key(spec.key_types, key), _pack((values, expires, made, prev)), version)
 
 
 def put_runs(spec: TableSpec, keys: list[Any], rows: list[Sequence[Any]]) -> list[Event]:
-    """The events of writes that left ``rows`` (validated values of every column in spec
-    order, then the version) under ``keys`` (a value each for a one-column key, else
-    tuples), as runs of :data:`RUN` (see :data:`OP_PUTS`): a batch's events in a few
-    C-level passes and one msgpack call per run."""
+    """The events of inserts that left ``rows`` (validated values of every column in
+    spec order, the version, then maybe the expiry) under ``keys`` (a value each for a
+    one-column key, else tuples), as runs of :data:`RUN` (see :data:`OP_SETS`): a
+    batch's events in a few C-level passes and one msgpack call per run."""
     n = len(spec.columns)
     if len(spec.primary_key) == 1:
         encoded = list(map(value_encoder(spec.key_types[0]), keys))
     else:
         encoded = list(map(key_encoder(spec.key_types), keys))
+    expiries: Iterable[int | None] = repeat(None)
+    if rows and len(rows[0]) > n + 1:
+        expiries = [None if e is None else to_micros(e) for e in map(itemgetter(n + 1), rows)]
     puts = list(
-        zip(encoded, starmap(_row_struct(spec.columns), map(itemgetter(slice(0, n)), rows)), map(itemgetter(n), rows))
+        zip(
+            encoded,
+            starmap(_row_struct(spec.columns), map(itemgetter(slice(0, n)), rows)),
+            map(itemgetter(n), rows),
+            expiries,
+        )
     )
     return [
-        (spec.name, OP_PUTS, encoded[at], _pack(puts[at : at + RUN]), len(puts[at : at + RUN]))
+        (spec.name, OP_SETS, encoded[at], _pack(puts[at : at + RUN]), len(puts[at : at + RUN]))
         for at in range(0, len(puts), RUN)
     ]
 
@@ -134,9 +162,9 @@ def _row_struct(columns: tuple[str, ...]) -> type[msgspec.Struct]:
     return msgspec.defstruct("PackedRow", fields, rename=dict(zip(fields, columns)), gc=False)
 
 
-def delete_event(spec: TableSpec, key: tuple[Any, ...], op: int = OP_DELETE) -> Event:
-    """The event of the removal of the row under ``key`` (``op``: a delete or an expiry)."""
-    return (spec.name, op, encode_key(spec.key_types, key), None, None)
+def delete_event(spec: TableSpec, key: tuple[Any, ...], prev: dict[str, Any] | None, op: int = OP_DELETE) -> Event:
+    """The event of the removal of the row ``prev`` under ``key`` (``op``: a delete or an expiry)."""
+    return (spec.name, op, encode_key(spec.key_types, key), None if prev is None else _pack(prev), None)
 
 
 def next_revision(tx: PgSession, schema: str) -> tuple[int, Any]:
@@ -159,17 +187,17 @@ SMALL = 64
 
 def record(tx: PgSession, schema: str, events: list[Event]) -> int:
     """Record ``events`` under the next revision, in ``tx``; the revision."""
-    if len(events) > SMALL or events[0][1] == OP_PUTS:  # a load's runs: large values, binary COPY
+    if len(events) > SMALL or events[0][1] == OP_SETS:  # a load's runs: large values, binary COPY
         return _record_many(tx, schema, events)
     return _record_few(tx, schema, events)
 
 
 def _numbered(events: list[Event]) -> tuple[list[int], list[int | None]]:
     """Each stored row's seq (a run's is its last put's) and version (a run's null)."""
-    if OP_PUTS not in map(itemgetter(1), events):
+    if OP_SETS not in map(itemgetter(1), events):
         return list(range(1, len(events) + 1)), [e[4] for e in events]
-    sizes = [e[4] if e[1] == OP_PUTS else 1 for e in events]
-    return list(accumulate(cast(list[int], sizes))), [None if e[1] == OP_PUTS else e[4] for e in events]
+    sizes = [e[4] if e[1] == OP_SETS else 1 for e in events]
+    return list(accumulate(cast(list[int], sizes))), [None if e[1] == OP_SETS else e[4] for e in events]
 
 
 def _record_many(tx: PgSession, schema: str, events: list[Event]) -> int:
@@ -285,6 +313,9 @@ __all__ = [
     "OP_EXPIRE",
     "OP_PUT",
     "OP_PUTS",
+    "OP_SET",
+    "OP_SETS",
+    "PUT_OPS",
     "Event",
     "channel",
     "delete_event",

@@ -62,10 +62,18 @@ class NativeWrites(TableBase):
         """The events of a write that returned (version, new?, ..., row from ``at``)."""
         if self._events is None:
             return
-        stored = self._sql.stored(found[at:])
+        width = len(self.spec.columns) + 2  # the row as written, then the row before (nulls: none)
+        stored = self._sql.stored(found[at : at + width])
+        before = found[at + width : at + 2 * width]
+        prev = None if before[-2] is None else self._sql.stored(before).values
         if not found[2] and stored.version == 1:  # over an expired row: swept first
-            self._events.append(delete_event(self.spec, key, OP_EXPIRE))
-        self._events.append(put_event(self.spec, key, stored.values, stored.version))
+            self._events.append(delete_event(self.spec, key, prev, OP_EXPIRE))
+            prev = None
+        elif found[2]:
+            prev = None
+        self._events.append(
+            put_event(self.spec, key, stored.values, stored.version, stored.expires, prev, prev is None)
+        )
 
     def _merge(
         self, key: tuple[Any, ...], row: dict[str, Any], changed: tuple[str, ...], ttl: int | None, when: str | None
@@ -168,12 +176,13 @@ class NativeWrites(TableBase):
         params = w.params(self.name, k, None)
         if versioned:
             params["kv_version"] = version
-        found = self._statement(w.delete(versioned=versioned), params)
+        found = self._statement(w.delete(versioned=versioned, rows=self._events is not None), params)
         if found is None:
             return super().delete(key, version=version) if versioned else False
         was_live = bool(found[1])
         if self._events is not None:
-            self._events.append(delete_event(self.spec, k, OP_DELETE if was_live else OP_EXPIRE))
+            prev = self._sql.stored(found[2:]).values
+            self._events.append(delete_event(self.spec, k, prev, OP_DELETE if was_live else OP_EXPIRE))
         return was_live
 
     def increment(self, key: KeyLike, column: str, amount: int | float = 1) -> int | float:
@@ -241,15 +250,21 @@ class NativeWrites(TableBase):
         expires: Any = None
         if lifetime is not None:
             expires = sa.func.statement_timestamp() + sa.literal(dt.timedelta(microseconds=lifetime), sa.Interval)
+        conditions = self._range_conditions(range, where)
         stmt = (
             sa.update(t)
-            .where(*self._range_conditions(range, where))
+            .where(*conditions)
             .values({**{t.c[c]: v for c, v in values.items()}, t.c[VERSION]: t.c[VERSION] + 1, t.c[EXPIRES]: expires})
         )
         if self._events is None:
             return int(self._tx.execute(stmt).rowcount)
+        before = self._sql.stored_many(list(self._tx.execute(sa.select(*t.columns).where(*conditions)).fetchall()))
+        olds = {key_of(self.spec, s.values): s.values for s in before}
         written = self._sql.stored_many(list(self._tx.execute(stmt.returning(*t.columns)).fetchall()))
-        events = [put_event(self.spec, key_of(self.spec, s.values), s.values, s.version) for s in written]
+        events = []
+        for s in written:
+            key = key_of(self.spec, s.values)
+            events.append(put_event(self.spec, key, s.values, s.version, s.expires, olds[key], False))
         self._events.extend(sorted(events, key=_event_key))
         return len(events)
 
@@ -259,8 +274,8 @@ class NativeWrites(TableBase):
         stmt = sa.delete(t).where(*self._range_conditions(range, where))
         if self._events is None:
             return int(self._tx.execute(stmt).rowcount)
-        keys = self._tx.execute(stmt.returning(*(t.c[k] for k in self.spec.primary_key))).fetchall()
-        events = [delete_event(self.spec, tuple(k)) for k in keys]
+        gone = self._sql.stored_many(list(self._tx.execute(stmt.returning(*t.columns)).fetchall()))
+        events = [delete_event(self.spec, key_of(self.spec, s.values), s.values) for s in gone]
         self._events.extend(sorted(events, key=_event_key))
         return len(events)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from providers.postgres import changes as feed_reads
@@ -12,7 +12,7 @@ from providers.postgres.single import PgAutoCommitTable
 from providers.postgres.transaction import PgTransaction, begin
 from providers.postgres.url import PgSettings, parse_url
 from spi.capabilities import Capability
-from spi.changes import Change
+from spi.changes import Change, Progress, check_watch, watching
 from spi.errors import ConflictError
 from spi.keys import KeyLike
 from spi.provider import ProviderBase, TransactionBase
@@ -114,9 +114,11 @@ class PostgresProvider(ProviderBase):
         key: KeyLike | None = None,
         prefix: KeyLike | None = None,
         limit: int | None = None,
+        prev: bool = False,
+        ops: Iterable[str] | None = None,
     ) -> Iterator[Change]:
         """Recorded events after ``since`` up to the current revision."""
-        return feed_reads.changes(self._db, tables, since, key, prefix, limit)
+        return feed_reads.changes(self._db, tables, since, key, prefix, limit, prev, ops)
 
     def watch(
         self,
@@ -126,11 +128,16 @@ class PostgresProvider(ProviderBase):
         prefix: KeyLike | None = None,
         since: int | None = None,
         timeout: float | None = None,
-    ) -> Iterator[Change]:
+        prev: bool = False,
+        ops: Iterable[str] | None = None,
+        progress: float | None = None,
+        initial: bool = False,
+    ) -> Iterator[Change | Progress]:
         """Recorded, then live events of ``table`` (LISTEN/NOTIFY, and a read every
         second); a watching provider sweeps in the background too, so expiries reach it."""
+        args = check_watch(table, key, prefix, since, timeout, prev, ops, progress, initial)
         self._sweeper.start()
-        return feed_reads.watch(self._db, table, key, prefix, since, timeout)
+        return watching(self, args, key, prefix, lambda a: feed_reads.watch(self._db, a, key, prefix))
 
     def compact(self, revision: int) -> None:
         """Forget the events with revision <= ``revision``."""

@@ -146,7 +146,8 @@ class PgTable(NativeWrites):
         self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None, expires: int | None
     ) -> None:
         if self._events is not None:
-            self._events.append(put_event(self.spec, key, values, version))
+            prev = None if old is None else old.values
+            self._events.append(put_event(self.spec, key, values, version, expires, prev))
         expires_at = None if expires is None else from_micros(expires)
         if old is None:
             self._tx.execute(self._sql.insert, {**values, VERSION: version, EXPIRES: expires_at})
@@ -161,7 +162,7 @@ class PgTable(NativeWrites):
 
     def _remove(self, key: tuple[Any, ...], old: Stored, *, expired: bool = False) -> None:
         if self._events is not None:
-            self._events.append(delete_event(self.spec, key, OP_EXPIRE if expired else OP_DELETE))
+            self._events.append(delete_event(self.spec, key, old.values, OP_EXPIRE if expired else OP_DELETE))
         self._tx.execute(self._sql.delete, self._sql.key_params(key))
 
     def sweep(self, limit: int) -> tuple[int, bool]:
@@ -176,11 +177,15 @@ class PgTable(NativeWrites):
             .limit(limit)
             .with_for_update()
         )
-        found = [tuple(r) for r in self._tx.execute(doomed).fetchall()]
+        if self._events is not None:  # the rows too: each event's prev
+            doomed = doomed.add_columns(*t.columns)
+        rows = self._tx.execute(doomed).fetchall()
+        found = [tuple(r[: len(keys)]) for r in rows]
         if found:
             self._tx.execute(t.delete().where(sa.tuple_(*keys).in_(found)))
             if self._events is not None:
-                self._events.extend(delete_event(self.spec, k, OP_EXPIRE) for k in found)
+                gone = self._sql.stored_many([r[len(keys) :] for r in rows])
+                self._events.extend(delete_event(self.spec, k, s.values, OP_EXPIRE) for k, s in zip(found, gone))
         return len(found), len(found) == limit
 
     def expired_between(self, span: ResolvedRange) -> bool:
@@ -363,4 +368,9 @@ class PgTable(NativeWrites):
         written = {key_of(spec, s.values): s for s in map(self._sql.stored, rows)}
         for key in keys:
             stored = written[(key,) if one else key]
-            self._events.append(put_event(spec, (key,) if one else key, stored.values, stored.version))
+            # A bulk write over taken keys keeps no prev; version 1 is a new row (docs/changes.md).
+            created = stored.version == 1
+            event = put_event(
+                spec, (key,) if one else key, stored.values, stored.version, stored.expires, None, created
+            )
+            self._events.append(event)

@@ -21,6 +21,10 @@ row whose ``kv_expires`` has passed (on the server's clock, ``statement_timestam
 counts as absent, so a write that meets it starts again at version 1 from the written
 values alone.
 
+A write on a change-fed table returns the whole row as written and, last, the row as
+it was stored before the statement (a CTE ``kv_o`` of the same snapshot; nulls where
+there was none): the event's ``prev`` costs no round trip.
+
 Parameters are named: ``kv_name``, ``kv_fp``, ``kv_ttl`` (the row's lifetime in
 microseconds, null: never expires), ``kv_version`` (a ``version=`` condition),
 ``kv_k{i}`` (key values), ``kv_v{i}`` (column ``i`` of the spec, in declaration
@@ -83,12 +87,19 @@ class WriteSql:
     def _value(self, column: str) -> str:
         return f"%({self._params[column]})s::{self._cast(column)}"
 
-    def _frame(self, write: str, checked: bool) -> WriteStatement:
+    def _frame(self, write: str, checked: bool, old: bool = False) -> WriteStatement:
+        """The statement around ``write``; ``old``: its result ends with the row as it
+        was stored before (nulls where there was none; a change feed's ``prev``)."""
+        before = f" kv_o AS (SELECT {self._row} FROM {self._table} AS kv_t WHERE {self._key_match}),"
         if not checked:
-            return WriteStatement(write, False)
+            if not old:
+                return WriteStatement(write, False)
+            text = f"WITH{before} kv_w AS ({write}) SELECT kv_w.*, kv_o.* FROM kv_w LEFT JOIN kv_o ON true"
+            return WriteStatement(text, False)
         text = (
-            f"WITH kv_c AS (SELECT fingerprint FROM {self._catalog} WHERE name = %(kv_name)s),"
-            f" kv_w AS ({write}) SELECT kv_c.fingerprint, kv_w.* FROM kv_c LEFT JOIN kv_w ON true"
+            f"WITH kv_c AS (SELECT fingerprint FROM {self._catalog} WHERE name = %(kv_name)s),{before if old else ''}"
+            f" kv_w AS ({write}) SELECT kv_c.fingerprint, kv_w.*{', kv_o.*' if old else ''}"
+            f" FROM kv_c LEFT JOIN kv_w ON true{' LEFT JOIN kv_o ON true' if old else ''}"
         )
         return WriteStatement(text, True)
 
@@ -137,7 +148,7 @@ class WriteSql:
             setting = {c: f"EXCLUDED.{self._names[c]}" for c in changed}
             checked = when is not None
             write = self._upsert(setting, when, checked, rows)
-            statement = self._cache[cache_key] = self._frame(write, checked)
+            statement = self._cache[cache_key] = self._frame(write, checked, rows)
         return statement
 
     def insert(self, rows: bool) -> WriteStatement:
@@ -161,7 +172,7 @@ class WriteSql:
                 guard = f"{current} BETWEEN %(kv_lo)s::numeric AND %(kv_hi)s::numeric"
             added = f"CASE WHEN {LIVE} THEN {current} + EXCLUDED.{name} ELSE EXCLUDED.{name} END"
             write = self._upsert({column: added}, guard, False, rows, f", kv_t.{name}")
-            statement = self._cache[cache_key] = self._frame(write, False)
+            statement = self._cache[cache_key] = self._frame(write, False, rows)
         return statement
 
     def update(
@@ -185,13 +196,14 @@ class WriteSql:
                 conditions.append(f"kv_t.{names[expected]} = %(kv_x)s::{self._cast(expected)}")
             write = f"UPDATE {self._table} AS kv_t SET {', '.join(sets)} WHERE {' AND '.join(conditions)}"
             write += self._returning(f"kv_t.{VERSION}, false", rows, checked)
-            text = self._cache[cache_key] = self._frame(write, checked)
+            text = self._cache[cache_key] = self._frame(write, checked, rows)
         return text
 
-    def delete(self, *, versioned: bool) -> WriteStatement:
+    def delete(self, *, versioned: bool, rows: bool = False) -> WriteStatement:
         """Delete the row (``versioned``: only a live one at version ``kv_version``,
-        lean; else checked). Returns whether it was live; nothing when there was none."""
-        cache_key = ("delete", versioned)
+        lean; else checked). Returns whether it was live, [the row deleted]; nothing
+        when there was none."""
+        cache_key = ("delete", versioned, rows)
         text = self._cache.get(cache_key)
         if text is None:
             conditions = [self._key_match, self._spec_holds(not versioned)]
@@ -199,6 +211,7 @@ class WriteSql:
                 conditions += [LIVE, f"kv_t.{VERSION} = %(kv_version)s::int8"]
             write = f"DELETE FROM {self._table} AS kv_t WHERE {' AND '.join(conditions)}"
             write += f" RETURNING {LIVE}" if not versioned else f" RETURNING true, {LIVE}"
+            write += f", {self._row}" if rows else ""
             text = self._cache[cache_key] = self._frame(write, not versioned)
         return text
 

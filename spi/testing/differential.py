@@ -216,7 +216,12 @@ _FEED_OPS = st.one_of(
     st.tuples(
         st.just("changes"),
         st.integers(0, 4),
-        st.one_of(st.none(), st.builds(lambda k: {"key": k}, _key()), st.builds(lambda a: {"prefix": (a,)}, _A)),
+        st.one_of(
+            st.none(),
+            st.builds(lambda k: {"key": k}, _key()),
+            st.builds(lambda a: {"prefix": (a,)}, _A),
+            st.builds(lambda ops: {"ops": ops, "prev": True}, st.sets(st.sampled_from(["put", "delete"]))),
+        ),
         st.one_of(st.none(), st.integers(0, 3)),
     ),
     st.tuples(st.just("compact"), st.integers(0, 4)),
@@ -230,7 +235,8 @@ def _norm(value: Any) -> Any:
     if isinstance(value, spi.Row):
         return ({k: _norm(v) for k, v in value.items()}, value.version)
     if isinstance(value, Change):  # the commit time differs between the two
-        return (value.revision, value.table, value.op, _norm(value.key), _norm(value.row), value.version)
+        head = (value.revision, value.table, value.op, _norm(value.key), _norm(value.row), value.version)
+        return (*head, value.created, _norm(value.prev))
     if isinstance(value, dict):
         return {k: _norm(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -499,7 +505,8 @@ class DifferentialTests:
                 assert final == _outcome(ref, ("scan", {}))
                 if fed:  # the whole feed: every event of every write, in order
                     assert p.revision() == ref.revision()
-                    assert _outcome(p, ("changes", 0, None, None)) == _outcome(ref, ("changes", 0, None, None))
+                    whole = ("changes", 0, {"prev": True}, None)
+                    assert _outcome(p, whole) == _outcome(ref, whole)
 
         run()
 

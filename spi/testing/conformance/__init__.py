@@ -13,12 +13,12 @@ from spi.testing.conformance.base import ConformanceBase
 from spi.testing.conformance.changes import ChangeTests
 from spi.testing.conformance.copies import CopyTests
 from spi.testing.conformance.expiry import ExpiryChangeTests, ExpiryStagingTests, ExpiryTests
+from spi.testing.conformance.feedviews import ChangeViewTests
 from spi.testing.conformance.filters import FilterTests
 from spi.testing.conformance.freeze import FreezeDurabilityTests, FreezeExpiryTests, FreezeTests
 from spi.testing.conformance.indexes import IndexTests
 from spi.testing.conformance.limits import LimitTests
 from spi.testing.conformance.loads import LoadTests
-from spi.testing.conformance.overwrites import OverwriteChangeTests, OverwriteExpiryTests
 from spi.testing.conformance.paging import PagingTests
 from spi.testing.conformance.processes import DurabilityTests, ProcessTests
 from spi.testing.conformance.reads import ReadTests
@@ -48,13 +48,12 @@ class ConformanceTests(
     VerifyTests,
     ChangeTests,
     WatchTests,
+    ChangeViewTests,
     ChangeProcessTests,
     ChangeDurabilityTests,
     ExpiryTests,
     ExpiryChangeTests,
     ExpiryStagingTests,
-    OverwriteChangeTests,
-    OverwriteExpiryTests,
     FreezeTests,
     FreezeDurabilityTests,
     FreezeExpiryTests,
@@ -68,6 +67,7 @@ __all__ = [
     "ChangeDurabilityTests",
     "ChangeProcessTests",
     "ChangeTests",
+    "ChangeViewTests",
     "ConformanceBase",
     "ConformanceTests",
     "CopyTests",
@@ -82,8 +82,6 @@ __all__ = [
     "IndexTests",
     "LimitTests",
     "LoadTests",
-    "OverwriteChangeTests",
-    "OverwriteExpiryTests",
     "PagingTests",
     "ProcessTests",
     "ReadTests",

@@ -1,7 +1,7 @@
 """The reference model's change feed: a plain list of every recorded event.
 
-A transaction collects ``(table, op, key, row, version)`` as its tables write, in
-call order; when it commits with any, the store's revision goes up by one and the
+A transaction collects ``(table, op, key, row, version, created, prev)`` as its
+tables write, in call order; when it commits with any, the store's revision goes up by one and the
 events join the log under it. ``changes`` filters the log linearly.
 """
 
@@ -18,8 +18,8 @@ from spi.spec import TableSpec
 from spi.testing.reference.checks import check_key, check_limit, is_count
 from spi.testing.reference.order import compare_tuples
 
-Pending = list[tuple[str, str, tuple[Any, ...], dict[str, Any] | None, int | None]]
-"""A transaction's events before commit: (table, op, key, row, version)."""
+Pending = list[tuple[str, str, tuple[Any, ...], dict[str, Any] | None, int | None, bool | None, dict[str, Any] | None]]
+"""A transaction's events before commit: (table, op, key, row, version, created, prev)."""
 
 
 class Feed:
@@ -28,7 +28,7 @@ class Feed:
     def __init__(self) -> None:
         self.revision = 0
         self.compacted = 0
-        self.log: list[tuple[int, str, str, tuple[Any, ...], dict[str, Any] | None, int | None, dt.datetime]] = []
+        self.log: list[tuple[Any, ...]] = []  # (revision, *pending event, commit time)
 
     def commit(self, pending: Pending) -> None:
         """Record a committed transaction's events under a new revision (none: nothing)."""
@@ -53,10 +53,18 @@ class Feed:
         key: Any,
         prefix: Any,
         limit: Any,
+        prev: Any = False,
+        ops: Any = None,
     ) -> Iterator[Change]:
         """The events of the change-fed tables among ``specs`` (all of them for
-        ``tables=None``) after ``since``, filtered by ``key`` or ``prefix``."""
+        ``tables=None``) after ``since``, filtered by ``key`` or ``prefix`` and ``ops``;
+        ``prev``: with the row before each write."""
         names = _names(specs, tables)
+        if not isinstance(prev, bool):
+            raise InvalidFieldError(f"prev must be True or False, got {prev!r}")
+        kept = None if ops is None else ({ops} if isinstance(ops, str) else set(ops))
+        if kept is not None and not kept <= {"put", "delete", "expire"}:
+            raise InvalidFieldError(f"ops may name only put, delete, expire, got {ops!r}")
         if not is_count(since, least=0):
             raise InvalidFieldError(f"since must be a non-negative integer, got {since!r}")
         n = check_limit(limit)
@@ -69,13 +77,14 @@ class Feed:
             spec = specs[names[0]]
             wanted = check_key(spec, key) if key is not None else normalize_prefix(spec, prefix)
         out = []
-        for revision, table, op, k, row, version, when in self.log:
-            if revision <= since or table not in names:
+        for revision, table, op, k, row, version, created, before, when in self.log:
+            if revision <= since or table not in names or (kept is not None and op not in kept):
                 continue
             if wanted is not None and compare_tuples(k[: len(wanted)], wanted) != 0:
                 continue
             spec = specs[table]
-            out.append(Change(revision, table, op, dict(zip(spec.primary_key, k)), row, version, when))
+            old = before if prev else None
+            out.append(Change(revision, table, op, dict(zip(spec.primary_key, k)), row, version, when, created, old))
         return iter(out if n is None else out[:n])
 
 

@@ -250,11 +250,19 @@ class ReferenceProvider:
         return self._feed.revision
 
     def changes(
-        self, tables: Any = None, *, since: Any = 0, key: Any = None, prefix: Any = None, limit: Any = None
+        self,
+        tables: Any = None,
+        *,
+        since: Any = 0,
+        key: Any = None,
+        prefix: Any = None,
+        limit: Any = None,
+        prev: Any = False,
+        ops: Any = None,
     ) -> Iterator[Change]:
         """The recorded events after ``since`` (see :class:`spi.testing.reference.feed.Feed`)."""
         specs = {name: table.spec for name, table in self._tables.items()}
-        return self._feed.changes(specs, tables, since, key, prefix, limit)
+        return self._feed.changes(specs, tables, since, key, prefix, limit, prev, ops)
 
     def compact(self, revision: Any) -> None:
         """Forget the events up to ``revision``."""

@@ -72,9 +72,18 @@ class ReferenceTable:
         self.rows = rows
         self.feed = feed
 
-    def _record(self, op: str, key: tuple[Any, ...], values: dict[str, Any] | None, version: int | None) -> None:
+    def _record(
+        self,
+        op: str,
+        key: tuple[Any, ...],
+        values: dict[str, Any] | None,
+        version: int | None,
+        prev: Record | None = None,
+    ) -> None:
         if self.feed is not None:
-            self.feed.append((self.name, op, key, None if values is None else dict(values), version))
+            row = None if values is None else dict(values)
+            before = None if prev is None else dict(prev.values)
+            self.feed.append((self.name, op, key, row, version, None if op != "put" else prev is None, before))
 
     @property
     def name(self) -> str:
@@ -96,12 +105,12 @@ class ReferenceTable:
             self.rows.append(record)
         else:
             self.rows[self.rows.index(old)] = record
-        self._record("put", key_of(self.spec, values), values, version)
+        self._record("put", key_of(self.spec, values), values, version, old)
         return version
 
     def _remove(self, old: Record) -> None:
         self.rows.remove(old)
-        self._record("delete", old.key(self.spec), None, None)
+        self._record("delete", old.key(self.spec), None, None, old)
 
     def _check_version(self, old: Record | None, version: int | None) -> None:
         if version is None:
@@ -299,7 +308,7 @@ class ReferenceTable:
             self.rows.append(record)
         else:
             self.rows[self.rows.index(old)] = record
-        self._record("put", key, merged, version)
+        self._record("put", key, merged, version, old)
 
     # -------------------------------------------------------------------- reads
     def _row(self, record: Record) -> Row:
