@@ -60,6 +60,7 @@ def event_json(event: spi.Change) -> dict[str, Any]:
         "row": None if event.row is None else json_row(event.row),
         "version": event.version,
         "time": to_json_value(event.time),
+        "expires": None if event.expires_at is None else to_json_value(event.expires_at),
     }
 
 
