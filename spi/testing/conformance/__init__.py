@@ -19,6 +19,7 @@ from spi.testing.conformance.freeze import FreezeDurabilityTests, FreezeExpiryTe
 from spi.testing.conformance.indexes import IndexTests
 from spi.testing.conformance.limits import LimitTests
 from spi.testing.conformance.loads import LoadTests
+from spi.testing.conformance.overwrites import OverwriteChangeTests, OverwriteExpiryTests
 from spi.testing.conformance.paging import PagingTests
 from spi.testing.conformance.processes import DurabilityTests, ProcessTests
 from spi.testing.conformance.reads import ReadTests
@@ -54,6 +55,8 @@ class ConformanceTests(
     ExpiryTests,
     ExpiryChangeTests,
     ExpiryStagingTests,
+    OverwriteChangeTests,
+    OverwriteExpiryTests,
     FreezeTests,
     FreezeDurabilityTests,
     FreezeExpiryTests,
@@ -82,6 +85,8 @@ __all__ = [
     "IndexTests",
     "LimitTests",
     "LoadTests",
+    "OverwriteChangeTests",
+    "OverwriteExpiryTests",
     "PagingTests",
     "ProcessTests",
     "ReadTests",
