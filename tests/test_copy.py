@@ -258,17 +258,22 @@ def test_destination_altered_during_an_overwrite(tmp_path: Path) -> None:
     assert staging_tables(dst) == []
 
 
-def test_overwrite_of_a_change_fed_table_is_refused(tmp_path: Path) -> None:
-    """Replacing a change-fed table's rows at once would leave them without events:
-    exit 2 with the way out, nothing changed (append still works)."""
+def test_overwrite_of_a_change_fed_table_records_its_events(tmp_path: Path) -> None:
+    """An overwrite of a change-fed table is one revision whose events ``kvctl changes``
+    shows: a delete for each old row the source lacks, a put for every new row."""
     src, dst = f"rocksdb://{tmp_path}/src", f"rocksdb://{tmp_path}/dst"
     fill_big(src, 50, note="new")
-    fill_big(dst, 20, note="old")
+    fill_big(dst, 70, note="old")
     with spi.connect(dst) as p:
         p.admin.create_or_update(BIG.with_changes(True))
-    old = snapshot(dst)
-    res = copy(src, dst, "big", "--mode", "overwrite", "--yes")
-    assert_one_error(res, 2)
-    assert "kvctl table alter big --no-changes" in res.err
-    assert snapshot(dst) == old and staging_tables(dst) == []
-    assert copy(src, dst, "big", "--mode", "append").code == 0
+        before = p.revision()
+    assert copy(src, dst, "big", "--mode", "overwrite", "--yes").code == 0
+    assert snapshot(dst)["big"][1] == snapshot(src)["big"][1] and staging_tables(dst) == []
+    res = Kvctl(dst)("changes", "big", "--since", str(before), "-o", "json")
+    assert res.code == 0, res
+    events = json.loads(res.out)
+    assert {e["revision"] for e in events} == {before + 1}
+    assert [(e["op"], e["key"]["id"]) for e in events] == [("put", i) for i in range(50)] + [
+        ("delete", i) for i in range(50, 70)
+    ]
+    assert events[0]["row"]["pad"].startswith("new") and events[-1]["row"] is None
