@@ -140,7 +140,8 @@ def kill_while_staging(url: str, proc: subprocess.Popen[str], rows: int) -> None
     PostgreSQL it takes a SHARE lock on the staging table, which a load into it and
     the swap wait for. So the process is killed at the point the look saw, never a
     moment later (after the swap)."""
-    with spi.connect(url) as watcher:
+    with spi.connect(url) as opened:
+        watcher: Any = opened  # a provider-specific transaction below (PostgreSQL's execute)
 
         def staged_then_killed() -> bool:
             with watcher.transaction() as tx:
