@@ -7,6 +7,7 @@ so a usage error never waits for Spark to start.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -78,6 +79,22 @@ def _run(fn: Callable[[Callable[[Any], None] | None], Any]) -> Any:
         finish()
 
 
+SPARK_MODULES = ("pyspark", "pyarrow")
+"""What ``export`` and ``import`` need beyond a plain install (the ``spark`` extra)."""
+
+
+def _require_spark(command: str) -> None:
+    """Exit 2 saying how to add Spark when the ``spark`` extra is not installed."""
+    for module in SPARK_MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise CliError(
+                f"kvctl {command} runs on Spark, an optional part of kvctl ({module} is not installed): "
+                "pip install 'kvctl[spark]' (and Java 17 or newer)"
+            ) from None
+
+
 def _session(ctx: typer.Context, master: str | None) -> Any:
     from kvctl.spark.errors import SparkJobError
     from kvctl.spark.session import spark_session
@@ -107,6 +124,7 @@ def export(
     writes at most one file per partition. Bytes are base64 and timestamps ISO 8601
     in csv and json.
     """
+    _require_spark("export")
     _choice(format, FORMATS, "--format")
     _choice(mode, ("error", "overwrite"), "--mode")
     if partitions is not None and partitions < 1:
@@ -157,6 +175,7 @@ def import_(
     loads into a staging table and swaps it in at the end: a failed or killed
     import leaves the old rows untouched.
     """
+    _require_spark("import")
     _choice(format, FORMATS, "--format")
     _choice(mode, ("append", "overwrite"), "--mode")
     if mode == "overwrite" and not yes:
