@@ -43,7 +43,7 @@ def record_swap(tx: PgTransaction, schema: str, first: TableSql, second: TableSq
     spec = first.spec
     width = len(spec.columns) + 2
 
-    def side(t: sa.Alias) -> list[Any]:
+    def side(t: Any) -> list[Any]:  # an alias of the table: live() reads its columns alike
         present = t.c[VERSION].is_not(None)
         return [*(t.c[c] for c in spec.columns), t.c[VERSION], t.c[EXPIRES], sa.and_(present, live(t))]
 
