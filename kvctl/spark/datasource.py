@@ -14,7 +14,9 @@ array per column. Writing: every partition converts
 its rows to the table's types and calls ``table.load`` (one transaction per
 batch); ``mode("overwrite")`` loads into a staging table instead, which the job's
 commit swaps in (:mod:`spi.staging`), so a failed or killed job leaves the table's
-rows as they were.
+rows as they were. With ``changes=true`` the source reads the table's change feed
+instead (:mod:`kvctl.spark.stream_source`), as a batch or a stream;
+``writeStream`` applies a stream of rows or events (:mod:`kvctl.spark.stream_sink`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
     InputPartition,
     WriterCommitMessage,
 )
@@ -36,7 +40,9 @@ from pyspark.sql.types import StructType
 import spi
 from kvctl.spark.convert import TEXT_RULES, batch_rows, check_batches, check_columns
 from kvctl.spark.errors import guard, reports_errors
-from kvctl.spark.types import spark_schema
+from kvctl.spark.stream_sink import KvctlStreamWriter, check_input
+from kvctl.spark.stream_source import KvctlChangesReader, KvctlStreamReader, require_feed
+from kvctl.spark.types import change_schema, spark_schema
 from kvctl.spark.urls import check_url
 from kvctl.spark.workers import freeze_loaded_modules
 from spi.arrow import arrow_schema as spi_arrow_schema
@@ -67,7 +73,9 @@ class KvctlDataSource(DataSource):
     (ranges from ``table.split``; default 1), ``batch_rows``; writing:
     ``batch_rows`` (rows per transaction), ``load_mode`` (upsert, insert, replace),
     ``dry_run`` (``true``: convert and check every row, write nothing), ``text_rules``
-    (how text columns convert to the table's types: ``json``, the default, or ``csv``)."""
+    (how text columns convert to the table's types: ``json``, the default, or ``csv``);
+    the change feed: ``changes`` (``true``: read the table's events), ``startingRevision``
+    (``earliest``, ``latest`` or a revision), ``maxRowsPerBatch`` (streams)."""
 
     counter: Any = None
     """A Spark accumulator that readers and writers add their row counts to; set on a
@@ -92,6 +100,14 @@ class KvctlDataSource(DataSource):
         self.text_rules = options.get("text_rules", "json")
         if self.text_rules not in TEXT_RULES:
             raise spi.InvalidFieldError(f"option 'text_rules' must be one of {', '.join(TEXT_RULES)}")
+        changes = str(options.get("changes", "false")).lower()
+        if changes not in ("true", "false"):
+            raise spi.InvalidFieldError(f"option 'changes' must be true or false, got {options.get('changes')!r}")
+        self.changes = changes == "true"
+        self.starting = options.get("startingRevision")
+        self.max_rows = _positive_int(options, "maxRowsPerBatch", 0) or None
+        if self.changes and self.where:
+            raise spi.InvalidFieldError("option 'where' filters rows, not change events; leave it out with changes")
 
     @classmethod
     def name(cls) -> str:
@@ -115,19 +131,47 @@ class KvctlDataSource(DataSource):
         spec = self._read_spec()
         freeze_loaded_modules()
         self.spec_json = spec.to_json()
-        return spark_schema(spec)
+        return change_schema(require_feed(spec)) if self.changes else spark_schema(spec)
 
-    @reports_errors
-    def reader(self, schema: StructType) -> KvctlReader:
-        """A reader of the table; the where text is checked here, on the driver."""
-        spec = self._spec()
-        if schema != spark_schema(spec):
+    def _check_schema(self, schema: StructType, spec: spi.TableSpec) -> None:
+        if schema != (change_schema(spec) if self.changes else spark_schema(spec)):
             raise spi.InvalidFieldError(
                 f"the kvctl source reads table {self.table!r} with its own schema; do not pass .schema(...)"
             )
+
+    @reports_errors
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """A reader of the table (of its events with ``changes``); the where text is
+        checked here, on the driver."""
+        spec = self._spec()
+        self._check_schema(schema, spec)
+        if self.changes:
+            return KvctlChangesReader(self.url, spec.to_json(), self.starting, self.partitions, self.batch_rows)
         if self.where:
             spi.parse_where(self.where, spec)
         return KvctlReader(self.url, spec.to_json(), self.where, self.partitions, self.batch_rows, self.counter)
+
+    @reports_errors
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """A streaming reader of the table's change feed (needs ``changes=true``)."""
+        if not self.changes:
+            raise spi.InvalidFieldError(
+                'a stream from a kvctl table reads its change feed: add option("changes", "true")'
+            )
+        spec = require_feed(self._spec())
+        self._check_schema(schema, spec)
+        return KvctlStreamReader(
+            self.url, spec.to_json(), self.starting, self.max_rows, self.partitions, self.batch_rows
+        )
+
+    @reports_errors
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """A streaming sink into the table; the input's columns are checked here, before any batch."""
+        if overwrite:
+            raise spi.InvalidFieldError("the kvctl streaming sink applies rows; outputMode must be append or update")
+        spec = self._spec()
+        check_input(spec, schema.fieldNames())
+        return KvctlStreamWriter(self.url, spec.to_json(), self.batch_rows)
 
     @reports_errors
     def writer(self, schema: StructType, overwrite: bool) -> KvctlWriter:

@@ -64,3 +64,30 @@ def spec_from_schema(name: str, schema: StructType, primary_key: list[str]) -> T
         )
     fields = [(f.name, field_type_of(f.name, f.dataType).value) for f in schema.fields]
     return TableSpec(name, fields, primary_key)
+
+
+CHANGE_COLUMNS: tuple[tuple[str, DataType, bool], ...] = (
+    ("_revision", LongType(), False),
+    ("_op", StringType(), False),
+    ("_version", LongType(), True),
+    ("_time", TimestampType(), False),
+)
+"""The columns a change event adds to the table's (name, Spark type, nullable): its
+revision, operation (put, delete, expire), the row's version after a put (else null)
+and the commit time."""
+
+
+def change_schema(spec: TableSpec) -> StructType:
+    """The Spark schema of a table's change events (``changes=true``, ``export
+    --changes``): the table's columns (key columns non-null, the others null for a
+    delete or expire), then :data:`CHANGE_COLUMNS`."""
+    schema = spark_schema(spec)
+    clash = [name for name, _, _ in CHANGE_COLUMNS if spec.has_column(name)]
+    if clash:
+        raise InvalidFieldError(
+            f"table {spec.name!r} has a column named {clash[0]!r}, which its change events use for themselves",
+            column=clash[0],
+        )
+    for name, data_type, nullable in CHANGE_COLUMNS:
+        schema = schema.add(name, data_type, nullable)
+    return schema
