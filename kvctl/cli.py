@@ -7,6 +7,7 @@ Every failure ends as one ``error: ...`` line on stderr and an exit code (see
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -18,6 +19,7 @@ from kvctl import __version__
 from kvctl.commands import COMMANDS, load_command
 from kvctl.errors import INTERRUPTED, report
 from kvctl.groups import HelpGroup
+from kvctl.logs import log_to_stderr
 from kvctl.output import OutputFormat
 from kvctl.state import State, get_state
 
@@ -119,7 +121,14 @@ def root(
         OutputFormat | None,
         typer.Option("--output", "-o", help="Output format (default: table on a terminal, else ndjson)."),
     ] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="Show tracebacks, and log on stderr what the providers do: conflict retries, fast-path misses, "
+            "lock waits and hand-offs, sweeps (KVCTL_LOG=debug|info|warning logs without tracebacks).",
+        ),
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", help="Print the version.", callback=_version, is_eager=True)
     ] = False,
@@ -127,6 +136,9 @@ def root(
     """Choose the provider and output format; then run a command."""
     state = get_state(ctx)
     state.url, state.profile, state.config_file, state.output, state.debug = url, profile, config, output, debug
+    level = "debug" if debug else os.environ.get("KVCTL_LOG", "").strip().lower()
+    if level:
+        log_to_stderr(level)
 
 
 def main() -> None:

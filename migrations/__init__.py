@@ -10,6 +10,8 @@ recorded with its checksum in the table ``kvctl_migrations`` of the same store::
 
 from __future__ import annotations
 
+import logging
+
 from migrations.loader import load_directory
 from migrations.model import Migration, MigrationFileError, MigrationStateError, Step
 from migrations.runner import STATE_TABLE, MigrationStatus, migrate, status
@@ -25,3 +27,5 @@ __all__ = [
     "migrate",
     "status",
 ]
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())  # records go nowhere unless configured

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -142,3 +143,5 @@ __all__ = [
     "mask_password",
     "parse_where",
 ]
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())  # records go nowhere unless configured

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, runtime_checkabl
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from spi.aggregate import Group
     from spi.changes import Change, Progress
     from spi.filters import Expr
     from spi.keys import KeyLike, Range
@@ -207,6 +208,17 @@ class Table(Protocol):
 
     def count(self, range: Range | None = None, *, where: Expr | None = None) -> int:
         """How many rows match."""
+
+    def aggregate(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        group_by: Iterable[str] = (),
+        columns: Iterable[str] = (),
+    ) -> list[Group]:
+        """Row counts per group of ``group_by`` values and statistics of ``columns``
+        (see :mod:`spi.aggregate`)."""
 
     def split(self, n: int) -> list[Range]:
         """About ``n`` disjoint ranges of similar row counts covering the table."""

@@ -15,6 +15,7 @@ from itertools import chain
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from spi.aggregate import Group
 from spi.changes import Change, Progress, no_change_feeds
 from spi.errors import ConflictError, InvalidFieldError, TableNotFoundError
 from spi.filters import Expr
@@ -429,6 +430,18 @@ class AutoCommitTable:
     def count(self, range: Range | None = None, *, where: Expr | None = None) -> int:
         """See :meth:`TableBase.count`."""
         return self._read(lambda t: t.count(range, where=where))
+
+    def aggregate(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        group_by: Iterable[str] = (),
+        columns: Iterable[str] = (),
+    ) -> list[Group]:
+        """See :meth:`spi.aggregate.Aggregates.aggregate` (one consistent read)."""
+        grouped, stats = list(group_by), list(columns)
+        return self._read(lambda t: t.aggregate(range, where=where, group_by=grouped, columns=stats))
 
     def split(self, n: int) -> list[Range]:
         """See :meth:`TableBase.split`."""

@@ -10,22 +10,28 @@ starts with the provider's first table or transaction and ends at ``close()``.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import threading
 import weakref
 from collections.abc import Callable
+
+from spi.stats import Counters
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SWEEP_INTERVAL = 60.0
 """Seconds between background sweeps (``?sweep_interval=``)."""
 
 
 class BackgroundSweeper:
-    """Calls ``sweep()`` every ``interval`` seconds from a daemon thread, from
-    :meth:`start` until :meth:`stop`. It holds ``sweep`` weakly: a provider that is
-    dropped without ``close()`` ends its sweeper too."""
+    """Calls ``sweep()`` (rows removed) every ``interval`` seconds from a daemon
+    thread, from :meth:`start` until :meth:`stop`, counting rounds, rows and failures
+    in ``counters``. It holds ``sweep`` weakly: a provider that is dropped without
+    ``close()`` ends its sweeper too."""
 
-    def __init__(self, sweep: Callable[[], object], interval: float) -> None:
+    def __init__(self, sweep: Callable[[], int], interval: float, counters: Counters) -> None:
         self._sweep = weakref.WeakMethod(sweep)  # type: ignore[arg-type]
+        self._counters = counters
         self._interval = interval
         self._stopped = threading.Event()
         self._started = interval <= 0
@@ -46,6 +52,13 @@ class BackgroundSweeper:
             sweep = self._sweep()
             if sweep is None:
                 return
-            with contextlib.suppress(Exception):  # a busy or unreachable store: the next round tries again
-                sweep()
+            try:
+                removed = sweep()
+            except Exception as exc:  # a busy or unreachable store: the next round tries again
+                self._counters.add("sweep_errors")
+                log.warning("background sweep failed (the next one in %g s tries again): %s", self._interval, exc)
+            else:
+                self._counters.add("sweeps")
+                self._counters.add("swept_rows", removed)
+                log.debug("background sweep removed %d expired rows", removed)
             del sweep

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_wheel_holds_the_license_and_the_type_markers(tmp_path: Path) -> None:
+    source = tmp_path / "source"  # a copy: setuptools leaves a build/ folder behind
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".*", "build", "dist", "*.egg-info", "__pycache__"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(tmp_path)],
         check=True,
         capture_output=True,
         timeout=600,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
@@ -18,6 +19,7 @@ from spi.keys import KeyLike
 from spi.provider import ProviderBase, TransactionBase
 from spi.sweeper import BackgroundSweeper
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -45,7 +47,7 @@ class PostgresProvider(ProviderBase):
         self._db = PgDatabase(settings, secret, create=create)
         self._admin = PgAdmin(self._db)
         self._retention = settings.changes_retention
-        self._sweeper = BackgroundSweeper(self.sweep_expired, settings.sweep_interval)
+        self._sweeper = BackgroundSweeper(self.sweep_expired, settings.sweep_interval, self.counters)
 
     @property
     def store_id(self) -> str:
@@ -92,9 +94,11 @@ class PostgresProvider(ProviderBase):
             try:
                 with self.transaction(exclusive=attempt > 0) as tx:
                     return fn(tx)
-            except ConflictError:
+            except ConflictError as exc:
                 if attempt >= retries:
                     raise
+                self.counters.add("conflict_retries")
+                log.debug("conflict (%s): retry %d of %d, queued on the schema's retry lock", exc, attempt + 1, retries)
                 attempt += 1
 
     def table(self, name: str) -> PgAutoCommitTable:

@@ -16,6 +16,7 @@ changed nothing in those cases. A change-fed table's writes run in a transaction
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class Fallback(Exception):
@@ -173,6 +175,7 @@ class PgAutoCommitTable(AutoCommitTable):
                 return table.read(key, columns=columns)
             except (Fallback, KvError):
                 pass  # an error may come from a spec changed since it was cached
+        self._missed("read")
         return super().read(key, columns=columns)
 
     def _write(self, op: Callable[[TableBase], T]) -> T:
@@ -186,7 +189,15 @@ class PgAutoCommitTable(AutoCommitTable):
                 return op(PgTable(_OneStatement(self._db, None), cached[0]))
             except (Fallback, KvError):
                 pass  # nothing was written; an error may come from a spec changed since it was cached
+        if cached is None or not cached[0].spec.changes:
+            self._missed("write")
         return self._call(op)
+
+    def _missed(self, what: str) -> None:
+        """Count and log a one-off call that runs as a transaction instead of one
+        statement (see :mod:`spi.stats`)."""
+        self._provider.counters.add("fast_path_misses")
+        log.debug("%s on %r: in a transaction (spec not cached yet, or changed)", what, self.name)
 
     def scan_batches(
         self,

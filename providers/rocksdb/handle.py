@@ -26,6 +26,7 @@ import atexit
 import contextlib
 import fcntl
 import functools
+import logging
 import mmap
 import os
 import threading
@@ -38,8 +39,10 @@ from typing import Any, TypeVar
 
 from spi.errors import KvError, ProviderUnavailableError
 from spi.kv.store import STALE, Stale
+from spi.stats import Counters
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 LINGER = 0.25
 """Seconds an idle open database is kept before it is closed and unlocked (sooner
@@ -121,6 +124,8 @@ class PathHandle:
         self._read_only = False  # the open database is in RocksDB's read-only mode
         self.wrote = False
         """True once a session committed to the open database (it is flushed at close)."""
+        self.counters = Counters()
+        """Lock waits and hand-offs on this directory in this process (``p.stats()``)."""
         self.generation = 0
         """Advanced at every open (another process may have written while the database
         was closed) and by catalog changes (see :meth:`StoreSession.generation`)."""
@@ -209,6 +214,8 @@ class PathHandle:
                 "use that transaction instead of opening another one (it would deadlock)"
             )
         self._queue.append(me)
+        self.counters.add("lock_waits")
+        log.debug("rocksdb %s: waiting for another thread's transaction", self.path)
         while self._owner != me:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -263,6 +270,7 @@ class PathHandle:
                         break
                     if self._others_waiting():
                         self._polite = True  # our next open lets the waiting processes in first
+                        self._handing_off()
                         self._close()
                         break
                     self._cond.wait(min(left, WAITER_CHECK))
@@ -328,7 +336,13 @@ class PathHandle:
         if not self._others_waiting():
             return False
         self._polite = True
+        self._handing_off()
         return True
+
+    def _handing_off(self) -> None:
+        """Count and log closing the database for a process waiting for it."""
+        self.counters.add("handoffs")
+        log.debug("rocksdb %s: closing for another process waiting for it", self.path)
 
     def _others_waiting(self) -> bool:
         """True if another process holds ``kvctl.wait`` (it waits for the lock)."""
@@ -362,10 +376,19 @@ class PathHandle:
             while time.monotonic() < polite_until and self._others_waiting():
                 time.sleep(0.002)
             self._polite = False
+        started = monotonic()
         self._lock_file(fd, deadline, timeout)
+        locked = monotonic()
         # Read-only mode cannot create a database: a new path is created read-write.
         self._read_only = read_only and os.path.exists(os.path.join(self.path, "CURRENT"))
         self._db = self._open_db(deadline, timeout, self._read_only)
+        log.debug(
+            "rocksdb %s: opened%s in %.1f ms (%.1f ms waiting for the lock)",
+            self.path,
+            " read-only" if self._read_only else "",
+            (monotonic() - started) * 1000,
+            (locked - started) * 1000,
+        )
         with contextlib.suppress(OSError):
             self._wait_fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self.generation += 1

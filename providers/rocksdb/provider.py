@@ -283,6 +283,11 @@ class RocksDBProvider(KvProvider):
     def __init__(self, url: str, store: RocksStore, *, changes_retention: float, sweep_interval: float) -> None:
         super().__init__(url, store, changes_retention=changes_retention, sweep_interval=sweep_interval)
         self._path = os.path.realpath(store.options.path)
+        self._handle = store.handle
+
+    def stats(self) -> dict[str, int]:
+        """See :meth:`ProviderBase.stats` (with this directory's lock waits and hand-offs)."""
+        return self.counters.snapshot(self._handle.counters)
 
     @property
     def store_id(self) -> str:

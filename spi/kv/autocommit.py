@@ -15,6 +15,7 @@ retry loop or conflict tracking: no conflict can happen on an exclusive session.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import chain
 from typing import Any, Protocol, TypeVar, cast
@@ -36,6 +37,7 @@ from spi.types import validate_value
 from spi.validate import check_increment, check_limit, validate_row
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def _existing(session: StoreSession, layout: Layout, key: bytes) -> Stored | None:
@@ -110,7 +112,15 @@ class KvAutoCommitTable(AutoCommitTable):
                 if done is not STALE:
                     return done
                 self._known = None
+        self._missed("write")
         return self._call(op)
+
+    def _missed(self, what: str) -> None:
+        """Count and log a one-off call that runs on a whole session, on a store whose
+        idle calls could have taken it (see :mod:`spi.stats`)."""
+        if self._store.peek_generation() is not None:
+            self._provider.counters.add("fast_path_misses")
+            log.debug("%s on %r: on a session (table layout not known yet, or the store busy)", what, self.name)
 
     def _commit_on(self, buffer: WriteBuffer, layout: Layout, op: Callable[[TableBase], T]) -> T:
         """``op`` on the table through ``buffer``, committed as one batch."""
@@ -205,6 +215,7 @@ class KvAutoCommitTable(AutoCommitTable):
                     rows = layout.read_list([[raw]], 1)
                     return rows[0] if rows else None
                 self._known = None
+            self._missed("read")
         return super().read(key, columns=columns)
 
     def _remembered(self) -> tuple[int, Layout] | None:

@@ -40,7 +40,7 @@ class KvProvider(ProviderBase):
         self._admin: KvAdmin | None = None
         self.closed = False
         """True once :meth:`close` ran (every call then fails)."""
-        self._sweeper = BackgroundSweeper(self.sweep_expired, sweep_interval)
+        self._sweeper = BackgroundSweeper(self.sweep_expired, sweep_interval, self.counters)
 
     @property
     def admin(self) -> KvAdmin:

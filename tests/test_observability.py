@@ -1,0 +1,143 @@
+"""What a provider's calls did, readable by a test (``p.stats()``) and shown by
+``kvctl --debug`` / ``KVCTL_LOG`` (issue 27): a fast path that stops being taken, a
+retry storm or a failing background sweep shows up here, not only in a benchmark."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cli_support import REPO
+
+import spi
+from spi.stats import NAMES
+
+FIELDS = [spi.Field("k", "string"), spi.Field("n", "long"), spi.Field("tag", "string")]
+PLAIN = spi.TableSpec("plain", FIELDS, ["k"])
+
+
+def _until(check: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return check()
+
+
+def _everyday_calls(p: Any) -> None:
+    """Reads and single-key writes of existing rows of a plain table, many of each."""
+    t = p.table("plain")
+    for i in range(50):
+        key = f"k{i % 5}"
+        t.upsert({"k": key, "tag": str(i)})
+        t.increment((key,), "n", 1)
+        t.update((key,), {"tag": "u"})
+        assert t.read((key,)) is not None
+
+
+def _warmed(p: Any) -> Any:
+    p.admin.create(PLAIN)
+    t = p.table("plain")
+    for i in range(5):
+        t.upsert({"k": f"k{i}", "n": 0})
+    t.read(("k0",))
+    return t
+
+
+def test_rocksdb_everyday_calls_take_their_fast_paths(tmp_path: Path) -> None:
+    with spi.connect(f"rocksdb://{tmp_path}/db") as p:
+        _warmed(p)
+        before = p.stats()
+        assert set(before) >= set(NAMES)
+        _everyday_calls(p)
+        assert p.stats()["fast_path_misses"] == before["fast_path_misses"]
+        p.admin.create_or_update(spi.TableSpec("plain", FIELDS, ["k"], indexes=["tag"]))  # a spec change
+        p.table("plain").read(("k0",))
+        assert p.stats()["fast_path_misses"] == before["fast_path_misses"] + 1
+
+
+def test_postgres_everyday_calls_take_their_fast_paths(pg_factory: Callable[..., Any]) -> None:
+    p = pg_factory()
+    _warmed(p)
+    before = p.stats()["fast_path_misses"]
+    _everyday_calls(p)
+    assert p.stats()["fast_path_misses"] == before
+
+
+def test_postgres_conflict_retries_are_counted(pg_factory: Callable[..., Any]) -> None:
+    p = pg_factory()
+    t = _warmed(p)
+    attempts = []
+
+    def bump(tx: Any) -> int:
+        row = tx.table("plain").read(("k0",))
+        if not attempts:
+            t.increment(("k0",), "n", 100)  # another connection commits in between: a conflict
+        attempts.append(1)
+        return tx.table("plain").upsert({"k": "k0", "n": row["n"] + 1})  # type: ignore[no-any-return]
+
+    p.run(bump)
+    assert len(attempts) == 2
+    assert p.stats()["conflict_retries"] == 1
+    assert t.read(("k0",))["n"] == 101  # type: ignore[index]
+
+
+def test_rocksdb_lock_waits_are_counted(tmp_path: Path) -> None:
+    with spi.connect(f"rocksdb://{tmp_path}/db") as p:
+        t = _warmed(p)
+        holding, waited = threading.Event(), p.stats()["lock_waits"]
+
+        def hold() -> None:
+            with p.transaction() as tx:
+                tx.table("plain").read(("k0",))
+                holding.set()
+                time.sleep(0.2)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert holding.wait(10)
+        t.increment(("k0",), "n", 1)
+        holder.join()
+        assert p.stats()["lock_waits"] == waited + 1
+
+
+def test_background_sweeps_are_counted(tmp_path: Path) -> None:
+    with spi.connect(f"rocksdb://{tmp_path}/db?sweep_interval=0.05") as p:
+        p.admin.create(PLAIN)
+        p.table("plain").upsert({"k": "gone"}, ttl=0.05)
+        assert _until(lambda: p.stats()["swept_rows"] == 1)
+        assert p.stats()["sweeps"] >= 1 and p.stats()["sweep_errors"] == 0
+
+
+def _kvctl(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kvctl", *args],
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_kvctl_debug_and_kvctl_log_show_what_the_provider_did(tmp_path: Path) -> None:
+    url = f"rocksdb://{tmp_path}/db"
+    with spi.connect(url) as p:
+        _warmed(p)
+    shown = _kvctl(["--url", url, "--debug", "get", "plain", "k=k0"])
+    assert shown.returncode == 0, shown.stderr
+    assert f"providers.rocksdb.handle: rocksdb {tmp_path}/db: opened read-only in" in shown.stderr
+    quiet = _kvctl(["--url", url, "get", "plain", "k=k0"])
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    logged = _kvctl(["--url", url, "get", "plain", "k=k0"], {"KVCTL_LOG": "debug"})
+    assert "DEBUG providers.rocksdb.handle" in logged.stderr
+    bad = _kvctl(["--url", url, "get", "plain", "k=k0"], {"KVCTL_LOG": "loud"})
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "error: KVCTL_LOG must be one of debug, info, warning, error, got 'loud'"
