@@ -1,12 +1,11 @@
 """The table API inside a transaction, built once on a few provider primitives.
 
-A provider subclasses :class:`TableBase` and implements the primitives
-(``_get``, ``_put``, ``_remove``, ``_scan``, ``_split`` and ``_explain``; ``_count``,
-``_get_many``, ``_scan_rows``, ``_scan_batches``, ``_scan_arrow``, ``_load_preparer``,
-``_load_batch`` and ``_load_kept`` have generic defaults built on them). Every public operation — validation,
-versions, conditions, defaults, increments, compare-and-swap, range writes, bulk
-load batching, pagination tokens, multi-range merges — is implemented here, so
-every provider gives the same answers to the same operations.
+A provider subclasses :class:`TableBase` and implements the primitives (``_get``, ``_put``,
+``_remove``, ``_scan``, ``_split`` and ``_explain``; ``_count``, ``_get_many``, ``_scan_rows``,
+``_scan_batches``, ``_scan_arrow``, ``_load_preparer``, ``_load_batch``, ``_load_kept`` and
+``_aggregate`` (:mod:`spi.aggregate`) have generic defaults built on them). Every public
+operation — validation, versions, conditions, defaults, increments, compare-and-swap, range
+writes, bulk load batching, pagination tokens, multi-range merges — is implemented here.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from spi.aggregate import Aggregates
 from spi.errors import InvalidFieldError, RowExistsError, RowNotFoundError, VersionMismatchError
 from spi.filters import Expr, bind
 from spi.kept import load_kept
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-class TableBase(ABC):
+class TableBase(Aggregates, ABC):
     """One table inside one transaction: the public SPI operations."""
 
     def __init__(self, spec: TableSpec) -> None:

@@ -155,14 +155,19 @@ def _timestamp(value: dt.datetime) -> dt.datetime:
     return value if value.tzinfo is dt.UTC else value.astimezone(dt.UTC)
 
 
+_CONVERTERS: dict[FieldType, Callable[[Any], Any]] = {
+    FieldType.FLOAT: to_float32,  # real arrives as its shortest decimal text
+    FieldType.TIMESTAMP: _timestamp,
+    FieldType.BYTES: bytes,
+}
+
+
+def value_converter(ftype: FieldType) -> Callable[[Any], Any] | None:
+    """The function turning a fetched non-null value of ``ftype`` into its canonical
+    SPI value (None: it arrives as one)."""
+    return _CONVERTERS.get(ftype)
+
+
 def row_converters(spec: TableSpec) -> list[tuple[int, Callable[[Any], Any]]]:
     """(position, function) pairs turning fetched values into canonical SPI values."""
-    out: list[tuple[int, Callable[[Any], Any]]] = []
-    for i, f in enumerate(spec.fields):
-        if f.type is FieldType.FLOAT:
-            out.append((i, to_float32))  # real arrives as its shortest decimal text
-        elif f.type is FieldType.TIMESTAMP:
-            out.append((i, _timestamp))
-        elif f.type is FieldType.BYTES:
-            out.append((i, bytes))
-    return out
+    return [(i, _CONVERTERS[f.type]) for i, f in enumerate(spec.fields) if f.type in _CONVERTERS]

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
+from providers.postgres.aggregate import aggregate_select, read_groups
 from providers.postgres.batch import LoadBatch, PgLoadPreparer
 from providers.postgres.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event, put_runs
 from providers.postgres.load import load_batch
@@ -18,6 +19,7 @@ from providers.postgres.schema import EXPIRES, VERSION
 from providers.postgres.session import PgSession
 from providers.postgres.sql import count_select, key_histogram, range_condition, scan_select
 from providers.postgres.statements import TableSql
+from spi.aggregate import Group
 from spi.codec import from_micros
 from spi.errors import KvError
 from spi.filters import Expr
@@ -274,6 +276,11 @@ class PgTable(NativeWrites):
 
     def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
         return int(self._tx.execute(count_select(self._sql.table, self.spec, key_range, where)).scalar_one())
+
+    def _aggregate(self, request: ScanRequest, group_by: tuple[str, ...], columns: tuple[str, ...]) -> list[Group]:
+        """One GROUP BY statement (:mod:`providers.postgres.aggregate`)."""
+        stmt = aggregate_select(self._sql.table, self.spec, request.key_range, request.where, group_by, columns)
+        return read_groups(self.spec, self._tx.execute(stmt).fetchall(), group_by, columns)
 
     def _split(self, n: int) -> list[Range]:
         """Ranges of similar row counts: cut at the planner's histogram of the first key

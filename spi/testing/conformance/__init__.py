@@ -9,6 +9,7 @@ frozen table.
 """
 
 from spi.testing.conformance.admin import AdminTests
+from spi.testing.conformance.aggregates import AggregateTests
 from spi.testing.conformance.base import ConformanceBase
 from spi.testing.conformance.changes import ChangeTests
 from spi.testing.conformance.copies import CopyTests
@@ -38,6 +39,7 @@ class ConformanceTests(
     ValueTests,
     ReadTests,
     FilterTests,
+    AggregateTests,
     IndexTests,
     PagingTests,
     LoadTests,
@@ -67,6 +69,7 @@ class ConformanceTests(
 
 __all__ = [
     "AdminTests",
+    "AggregateTests",
     "ChangeDurabilityTests",
     "ChangeProcessTests",
     "ChangeTests",

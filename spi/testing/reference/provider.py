@@ -210,6 +210,7 @@ class ReferenceAutoCommit:
     scan = _autocommit("scan")
     scan_page = _autocommit("scan_page")
     count = _autocommit("count")
+    aggregate = _autocommit("aggregate")
 
     def load(
         self,

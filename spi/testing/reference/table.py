@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import islice
 from typing import Any
 
+from spi.aggregate import Group, aggregate_rows, check_aggregate
 from spi.errors import InvalidFieldError, KvError, RowExistsError, RowNotFoundError, VersionMismatchError
 from spi.filters import Expr
 from spi.keys import Range
@@ -360,6 +361,18 @@ class ReferenceTable:
     def count(self, range: Range | None = None, *, where: Expr | None = None) -> int:
         """How many rows are in range and match ``where``."""
         return len(select(self.spec, self.rows, check_scan(self.spec, range, where)))
+
+    def aggregate(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        group_by: Iterable[str] = (),
+        columns: Iterable[str] = (),
+    ) -> list[Group]:
+        """Counts per group and column statistics of the matching rows (:mod:`spi.aggregate`)."""
+        grouped, stats = check_aggregate(self.spec, group_by, columns)
+        return aggregate_rows(self.spec, self.scan(range, where=where), grouped, stats)
 
 
 def _in_load(exc: KvError, row_index: int, rows_written: int) -> KvError:
