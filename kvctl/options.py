@@ -61,6 +61,14 @@ Columns = Annotated[
     ),
 ]
 Column = Annotated[str, typer.Option("--column", help="The column.", autocompletion=complete_column)]
+GroupBy = Annotated[
+    str | None,
+    typer.Option(
+        "--group-by",
+        help="Comma list of columns: one result per group of their values.",
+        autocompletion=complete_column_list,
+    ),
+]
 IfVersion = Annotated[int | None, typer.Option("--if-version", help="Only if the row is at this version.")]
 Yes = Annotated[bool, typer.Option("--yes", help="Confirm a destructive command.")]
 Ttl = Annotated[

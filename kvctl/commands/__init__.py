@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "cas": "kvctl.commands.rows",
     "scan": "kvctl.commands.scan",
     "count": "kvctl.commands.scan",
+    "stats": "kvctl.commands.stats",
     "txn": "kvctl.commands.txn",
     "watch": "kvctl.commands.watch",
     "changes": "kvctl.commands.watch",

@@ -115,12 +115,22 @@ def count(
     le: options.Le = None,
     lt: options.Lt = None,
     where: options.Where = None,
+    group_by: options.GroupBy = None,
     output: options.Output = None,
 ) -> None:
-    """Print how many rows are in the range and match --where."""
+    """Print how many rows are in the range and match --where.
+
+    With --group-by, one object per group of those columns' values (ordered as key
+    values are, nulls first) with its "count".
+    """
     handle, spec = open_table(ctx, table, create=False)
     rng = build_range(spec, prefix=prefix, ge=ge, gt=gt, le=le, lt=lt)
     expr = parse_where(spec, where)
+    if group_by is not None:
+        from kvctl.commands.stats import column_list, count_groups  # only count --group-by loads it
+
+        count_groups(ctx, handle, spec, rng, expr, column_list([group_by]), output)
+        return
     n = handle.count(rng, where=expr)
     print_value(n)
     if n == 0:
