@@ -146,7 +146,9 @@ class KvctlDataSource(DataSource):
         spec = self._spec()
         self._check_schema(schema, spec)
         if self.changes:
-            return KvctlChangesReader(self.url, spec.to_json(), self.starting, self.partitions, self.batch_rows)
+            return KvctlChangesReader(
+                self.url, spec.to_json(), self.starting, self.partitions, self.batch_rows, self.counter
+            )
         if self.where:
             spi.parse_where(self.where, spec)
         return KvctlReader(self.url, spec.to_json(), self.where, self.partitions, self.batch_rows, self.counter)

@@ -151,12 +151,18 @@ def _bucket(spec: spi.TableSpec, key: dict[str, Any], count: int) -> int:
     return zlib.crc32(encode_key(spec.key_types, tuple(key[k] for k in spec.primary_key))) % count
 
 
-def read_changes(url: str, spec_json: str, partition: ChangePartition, batch_rows: int) -> Iterator[pa.RecordBatch]:
-    """The partition's events as Arrow batches of at most ``batch_rows`` rows."""
-    return guard(
+def read_changes(
+    url: str, spec_json: str, partition: ChangePartition, batch_rows: int, counter: Any = None
+) -> Iterator[pa.RecordBatch]:
+    """The partition's events as Arrow batches of at most ``batch_rows`` rows (their
+    count added to ``counter``, a Spark accumulator, when given)."""
+    for batch in guard(
         _read_changes(url, spi.TableSpec.from_json(spec_json), partition, batch_rows),
         lambda: f"reading the change feed (partition {partition.index}): ",
-    )
+    ):
+        if counter is not None:
+            counter.add(batch.num_rows)
+        yield batch
 
 
 def _read_changes(
@@ -193,12 +199,15 @@ def _read_changes(
 class KvctlChangesReader(DataSourceReader):
     """A batch read of a table's events (``spark.read`` with ``changes=true``)."""
 
-    def __init__(self, url: str, spec_json: str, starting: str | None, partitions: int, batch_rows: int) -> None:
+    def __init__(
+        self, url: str, spec_json: str, starting: str | None, partitions: int, batch_rows: int, counter: Any = None
+    ) -> None:
         self.url = url
         self.spec_json = spec_json
         self.starting = starting
         self.n = partitions
         self.batch_rows = batch_rows
+        self.counter = counter
 
     @reports_errors
     def partitions(self) -> list[InputPartition]:  # type: ignore[override]
@@ -212,7 +221,7 @@ class KvctlChangesReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         """The partition's events, in commit order."""
         assert isinstance(partition, ChangePartition)
-        return read_changes(self.url, self.spec_json, partition, self.batch_rows)
+        return read_changes(self.url, self.spec_json, partition, self.batch_rows, self.counter)
 
 
 class KvctlStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

@@ -155,12 +155,17 @@ def export_table(
     partitions: int | None = None,
     mode: str = "error",
     progress: ProgressCallback | None = None,
+    changes: bool = False,
+    since: int | None = None,
 ) -> TransferResult:
     """Write ``table`` (rows matching ``where``) to ``out`` as parquet, csv, json or orc.
 
     ``partitions`` read tasks (default: Spark's default parallelism), at most one
     output file each. ``mode="error"`` refuses an existing ``out`` and changes
     nothing (:class:`SparkJobError`, exit code 1); ``"overwrite"`` replaces it.
+    With ``changes`` it writes the table's recorded events after ``since`` (default:
+    the oldest kept) instead, with the columns of :func:`kvctl.spark.types.change_schema`
+    (one partition unless ``partitions`` says: each reads the feed and keeps its keys).
     """
     check_url(url)
     _check_choice(format, FORMATS, "format")
@@ -171,11 +176,13 @@ def export_table(
         spec = p.admin.get_spec(table)
     if where:
         spi.parse_where(where, spec)
-    n = partitions or spark.sparkContext.defaultParallelism
+    n = partitions or (1 if changes else spark.sparkContext.defaultParallelism)
     counter = spark.sparkContext.accumulator(0)
     source = counted_source(counter)
     spark.dataSource.register(source)
     options = {"url": url, "table": table, "partitions": str(n), **({"where": where} if where else {})}
+    if changes:
+        options.update(changes="true", startingRevision="earliest" if since is None else str(since))
     monitor = _Monitor(spark, "export", counter, progress)
     try:
         df = spark.read.format(source.name()).options(**options).load()  # Spark asks a Python worker for the schema
