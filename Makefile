@@ -33,6 +33,7 @@ typecheck: $(DEV_STAMP)
 
 pytest: $(DEV_STAMP)
 	bash scripts/ensure-postgres.sh
+	bash scripts/ensure-etcd.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(DEV_STAMP)
