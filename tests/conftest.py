@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-# PostgreSQL test server fixtures (tests/pg_server.py): pg_server, pg_factory.
-from pg_server import pg_factory, pg_server  # noqa: F401
-
 # The etcd test cluster's fixtures (tests/etcd_cluster.py): etcd_cluster, etcd_factory.
 from etcd_cluster import etcd_cluster, etcd_factory  # noqa: F401
+
+# PostgreSQL test server fixtures (tests/pg_server.py): pg_server, pg_factory.
+from pg_server import pg_factory, pg_server  # noqa: F401
 
 from spi.testing.requirements import need  # noqa: F401
 
