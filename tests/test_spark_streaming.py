@@ -313,3 +313,25 @@ def test_export_changes(spark: Any, tmp_path: Path) -> None:
     assert_one_error(res, 2)
     assert "kvctl table alter plain --changes" in res.err
     assert_one_error(kvctl("export", SPEC.name, "--out", str(tmp_path / "z"), "--since", "3"), 2)
+
+
+def test_spark_discovery_sees_pyspark_kvctl(tmp_path: Path) -> None:
+    """Spark finds Python data sources with ``pkgutil.iter_modules()`` (top-level
+    ``pyspark_*`` modules on ``sys.path``), so ``format("kvctl")`` needs no register
+    call wherever kvctl is installed, editable installs included."""
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    try:
+        importlib.metadata.distribution("kvctl")
+    except importlib.metadata.PackageNotFoundError:
+        need("an installed kvctl", False, "kvctl is not installed in this interpreter (pip install -e .)")
+    code = (
+        "import pkgutil, importlib\n"
+        "names = [m.name for m in pkgutil.iter_modules() if m.name.startswith('pyspark_')]\n"
+        "print('pyspark_kvctl' in names and importlib.import_module('pyspark_kvctl').DefaultSource.name())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "kvctl", out.stderr
