@@ -26,22 +26,26 @@ from typing import IO, Any
 
 import spi
 from kvctl.errors import CliError, NotDone
-from kvctl.inputs import InputError, choose_format, coerce, open_input, read_records
+from kvctl.inputs import InputError, TextOptions, choose_format, coerce, open_input, read_records
 
 
 class Input:
-    """The input file, readable again and again: the file itself, or a temp copy of
-    stdin (``-``) or of anything else that is not a regular file (a pipe)."""
+    """The input file as UTF-8, readable again and again: the file itself, or a temp
+    copy of stdin (``-``), of anything else that is not a regular file (a pipe), or of
+    a file in another ``--encoding`` (transcoded to UTF-8)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, text: TextOptions | None = None) -> None:
         self.source = "stdin" if path == "-" else path
+        self.text = text or TextOptions()
         self._copy: IO[bytes] | None = None
         self.path = path
         try:
             regular = path != "-" and stat.S_ISREG(os.stat(path).st_mode)
         except OSError:
             regular = False  # open_input explains
-        if not regular:
+        if self.text.encoding != "utf-8":
+            self._transcode()
+        elif not regular:
             stream = None if path == "-" else open_input(path)
             self._copy = tempfile.NamedTemporaryFile(prefix="kvctl-input-")  # noqa: SIM115 - closed by close()
             try:
@@ -55,10 +59,36 @@ class Input:
                     stream.close()
             self.path = self._copy.name
 
+    def _transcode(self) -> None:
+        """Copy the input, decoded from ``--encoding``, to a UTF-8 temp file."""
+        import io
+
+        stream = None if self.path == "-" else open_input(self.path)
+        raw = sys.stdin.buffer if stream is None else stream.buffer
+        self._copy = tempfile.NamedTemporaryFile(prefix="kvctl-input-")  # noqa: SIM115 - closed by close()
+        decoded = io.TextIOWrapper(raw, encoding=self.text.encoding, newline="")
+        out = io.TextIOWrapper(self._copy, encoding="utf-8", newline="")
+        try:
+            shutil.copyfileobj(decoded, out, 1 << 20)
+            out.flush()
+        except UnicodeError:
+            self.close()
+            raise InputError(self.source, None, f"is not {self.text.encoding} text (see --encoding)") from None
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            decoded.detach()  # closing is the stream's (never stdin)
+            if not self._copy.closed:
+                out.detach()
+            if stream is not None:
+                stream.close()
+        self.path = self._copy.name
+
     def records(self, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
         """The raw records with their lines (:func:`kvctl.inputs.read_records`)."""
         with open_input(self.path) as stream:
-            yield from read_records(stream, kind, self.source)
+            yield from read_records(stream, kind, self.source, self.text.delimiter)
 
     def close(self) -> None:
         """Delete the temp copy, if any."""
@@ -69,14 +99,21 @@ class Input:
 class Spool:
     """Typed rows (and their input lines) pickled one by one into a temp file."""
 
-    def __init__(self) -> None:
+    def __init__(self, spec: spi.TableSpec) -> None:
         self._file: IO[bytes] = tempfile.TemporaryFile(prefix="kvctl-put-")  # noqa: SIM115 - closed by close()
+        self._key = spec.primary_key
+        self._keys: set[tuple[Any, ...]] = set()
         self.count = 0
 
     def add(self, line: int, row: dict[str, Any]) -> None:
         """Append one row."""
         self._file.write(pickle.dumps((line, row), protocol=pickle.HIGHEST_PROTOCOL))
+        self._keys.add(tuple(row[c] for c in self._key))
         self.count += 1
+
+    def distinct_keys(self) -> int:
+        """How many distinct keys the rows have."""
+        return len(self._keys)
 
     def entries(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every ``(line, row)`` from the start."""
@@ -111,6 +148,7 @@ class ArrowSpool:
         self._schema = schema
         self._file: IO[bytes] = tempfile.TemporaryFile(prefix="kvctl-put-")  # noqa: SIM115 - closed by close()
         self._writer = pa.ipc.new_stream(self._file, schema)
+        self._written = False  # the writer is closed (every batch is in the file)
         self._input = source
         self._kind = kind
         self.count = 0
@@ -132,10 +170,21 @@ class ArrowSpool:
         names = self._schema.names
         return (dict(zip(names, values)) for batch in self._batches(names) for values in _tuples(batch))
 
+    def distinct_keys(self) -> int:
+        """How many distinct keys the rows have (the key columns are read into memory)."""
+        import pyarrow as pa
+
+        if self.count == 0:
+            return 0
+        keys = list(self._spec.primary_key)
+        return int(pa.Table.from_batches(list(self._batches(keys))).group_by(keys).aggregate([]).num_rows)
+
     def _batches(self, columns: Sequence[str]) -> Iterator[Any]:
         import pyarrow as pa
 
-        self._writer.close()
+        if not self._written:
+            self._writer.close()
+            self._written = True
         self._file.seek(0)
         for batch in pa.ipc.open_stream(self._file):
             yield batch.select(list(columns))
@@ -165,12 +214,13 @@ def _line_of(source: Input, kind: str, index: int) -> int | None:
     return None
 
 
-def check(spec: spi.TableSpec, path: str, fmt: str | None) -> Spool | ArrowSpool:
+def check(spec: spi.TableSpec, path: str, fmt: str | None, text: TextOptions | None = None) -> Spool | ArrowSpool:
     """Pass 1: read, type and validate the whole input into a spool."""
-    source = Input(path)
+    source = Input(path, text)
     try:
         with open_input(source.path) as stream:
             kind = choose_format(path, fmt, stream)
+        source.text.check_format(kind)
         columnar = _columnar(spec, source, kind)
         if columnar is not None:
             return columnar  # it keeps the input, to find the line of a row that fails to load
@@ -190,8 +240,8 @@ def _columnar(spec: spi.TableSpec, source: Input, kind: str) -> ArrowSpool | Non
         return None
     try:
         if kind in ("csv", "tsv"):
-            columnar.well_formed(source.path, kind)
-            schema, batches = columnar.read_batches(spec, source.path, kind)
+            columnar.well_formed(source.path, kind, source.text.separator(kind))
+            schema, batches = columnar.read_batches(spec, source.path, kind, source.text)
         else:
             ndjson = _ndjson(source, kind)
             chunks = (
@@ -225,18 +275,18 @@ def _check_record(spec: spi.TableSpec, source: Input, kind: str, index: int) -> 
     exact error (line and column)."""
     for i, (line, record) in enumerate(source.records(kind)):
         if i == index:
-            coerce(spec, record, kind, source.source, line)
+            coerce(spec, record, kind, source.source, line, source.text.null)
             return
 
 
 def _reference(spec: spi.TableSpec, source: Input, kind: str) -> Spool:
     """Pass 1 record by record (:mod:`kvctl.inputs`), pickling the typed rows."""
-    spool = Spool()
+    spool = Spool(spec)
     try:
         for line, record in source.records(kind):
             if spool.count == 0 and kind in ("csv", "tsv"):
                 _check_header(spec, list(record), source.source)
-            spool.add(line, coerce(spec, record, kind, source.source, line))
+            spool.add(line, coerce(spec, record, kind, source.source, line, source.text.null))
     except BaseException:
         spool.close()
         raise
@@ -278,6 +328,15 @@ def load(
             raise NotDone(detail) from None
         exc.args = (detail,)
         raise
+
+
+def report_repeats(rows: int, distinct: int) -> None:
+    """On stderr: the input repeated keys (later rows replaced earlier ones)."""
+    replaced = rows - distinct
+    print(
+        f"{rows} rows read, {distinct} distinct keys written ({replaced} replaced an earlier row of the input)",
+        file=sys.stderr,
+    )
 
 
 def progress_bar(total: int, label: str = "loading") -> tuple[Callable[[int], None] | None, Callable[[], None]]:

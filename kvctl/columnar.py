@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import spi
-from kvctl.inputs import InputError
+from kvctl.inputs import InputError, TextOptions
 from spi.arrow import arrow_schema, arrow_type
 from spi.textvalues import from_json_value, parse_field
 from spi.types import MAX_KEY_BYTES, MAX_VALUE_BYTES, FieldType
@@ -68,7 +68,7 @@ class Undecided(Exception):
         self.index = index
 
 
-def well_formed(path: str, kind: str) -> None:
+def well_formed(path: str, kind: str, delimiter: str) -> None:
     """Raise :class:`Undecided` unless Python's ``csv`` (strict) reads the whole file;
     a file without a quote character needs no check (pyarrow and ``csv`` agree on it)."""
     with open(path, "rb") as raw:
@@ -77,28 +77,41 @@ def well_formed(path: str, kind: str) -> None:
         return
     try:
         with open(path, encoding="utf-8-sig", newline="") as text:
-            reader = csv.reader(text, dialect="excel" if kind == "csv" else "excel-tab", strict=True)
+            reader = csv.reader(text, dialect=_dialect(kind), delimiter=delimiter, strict=True)
             collections.deque(reader, maxlen=0)  # read through in C, keeping nothing
     except (csv.Error, UnicodeDecodeError):
         raise Undecided(None) from None
 
 
-def read_batches(spec: spi.TableSpec, path: str, kind: str) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+def _dialect(kind: str) -> str:
+    return "excel" if kind == "csv" else "excel-tab"
+
+
+def read_batches(
+    spec: spi.TableSpec, path: str, kind: str, text: TextOptions
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """The schema and the typed record batches of a well-formed CSV/TSV file (see
-    :func:`well_formed`); the columns are those of the header, typed as the spec says. Raises :class:`Undecided` when pyarrow cannot parse the file (and for
-    the first bad record while iterating)."""
+    :func:`well_formed`; fields split at ``text.separator``, ``text.null`` fields null);
+    the columns are those of the header, typed as the spec says. Raises
+    :class:`Undecided` when pyarrow cannot parse the file (and for the first bad record
+    while iterating)."""
     import pyarrow as pa
     import pyarrow.csv as pa_csv
 
+    delimiter = text.separator(kind)
     read = pa_csv.ReadOptions(block_size=BLOCK, use_threads=False)
-    parse = pa_csv.ParseOptions(delimiter="," if kind == "csv" else "\t", newlines_in_values=True)
+    parse = pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
     try:
-        with open(path, encoding="utf-8-sig", newline="") as text:
-            header = next(csv.reader(text, dialect="excel" if kind == "csv" else "excel-tab"), [])
+        with open(path, encoding="utf-8-sig", newline="") as header_text:
+            header = next(csv.reader(header_text, dialect=_dialect(kind), delimiter=delimiter), [])
         if len(set(header)) != len(header) or not set(spec.primary_key) <= set(header) <= set(spec.columns):
             raise Undecided(None)  # no header, or a bad one: the reference reader says what is wrong
+        nulls = [] if text.null is None else [text.null]
         convert = pa_csv.ConvertOptions(
-            column_types=dict.fromkeys(header, pa.string()), strings_can_be_null=False, quoted_strings_can_be_null=False
+            column_types=dict.fromkeys(header, pa.string()),
+            null_values=nulls,
+            strings_can_be_null=bool(nulls),
+            quoted_strings_can_be_null=bool(nulls),
         )
         reader = pa_csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert)
     except (pa.ArrowException, UnicodeDecodeError):
@@ -131,6 +144,8 @@ def typed_column(spec: spi.TableSpec, column: str, texts: pa.Array) -> tuple[pa.
 
     ftype = spec.type_of(column)
     in_key = spec.is_key(column)
+    if in_key and texts.null_count:  # a --null value in a key column: the reference says why not
+        return texts, _first(pc.is_null(texts))
     if ftype is FieldType.STRING:
         odd = _odd_strings(spec, column, texts)
         return texts, _first(pc.or_(odd, pc.equal(texts, "")) if in_key else odd)

@@ -8,12 +8,14 @@ stream: a JSON array is decoded one element at a time.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import itertools
 import json
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -27,6 +29,39 @@ _SUFFIXES = {".json": "json", ".ndjson": "ndjson", ".jsonl": "ndjson", ".csv": "
 _CHUNK = 1 << 16
 
 Record = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How CSV/TSV text is read: ``null`` (a field equal to it is null in any column),
+    ``delimiter`` (None: ``,`` for CSV, tab for TSV) and the file's ``encoding``."""
+
+    null: str | None = None
+    delimiter: str | None = None
+    encoding: str = "utf-8"
+
+    @classmethod
+    def of(cls, null: str | None, delimiter: str | None, encoding: str | None) -> TextOptions:
+        """The options given on the command line, checked (bad ones exit 2)."""
+        if delimiter is not None and (len(delimiter) != 1 or delimiter in '"\r\n'):
+            raise CliError(f"--delimiter must be one character (not a quote or a line break), not {delimiter!r}")
+        name = encoding or "utf-8"
+        try:
+            name = codecs.lookup(name).name
+        except LookupError:
+            raise CliError(
+                f"unknown --encoding {encoding!r} (a Python codec name: utf-8, latin-1, cp1252, utf-16...)"
+            ) from None
+        return cls(null, delimiter, name)
+
+    def check_format(self, kind: str) -> None:
+        """``--null`` and ``--delimiter`` apply to CSV/TSV only."""
+        if kind not in ("csv", "tsv") and (self.null is not None or self.delimiter is not None):
+            raise CliError("--null and --delimiter apply to csv and tsv input")
+
+    def separator(self, kind: str) -> str:
+        """The field delimiter of a ``kind`` (csv/tsv) file."""
+        return self.delimiter or ("," if kind == "csv" else "\t")
 
 
 class InputError(CliError):
@@ -65,8 +100,9 @@ def choose_format(path: str, given: str | None, stream: TextIO) -> str:
     return "stdin-json"
 
 
-def read_records(stream: TextIO, fmt: str, source: str) -> Iterator[tuple[int, Record]]:
-    """The records of ``stream`` in format ``fmt`` with their starting line numbers."""
+def read_records(stream: TextIO, fmt: str, source: str, delimiter: str | None = None) -> Iterator[tuple[int, Record]]:
+    """The records of ``stream`` in format ``fmt`` with their starting line numbers
+    (CSV/TSV fields split at ``delimiter``, default ``,`` or tab)."""
     try:
         if fmt == "stdin-json":
             yield from _sniffed(stream, source)
@@ -75,7 +111,7 @@ def read_records(stream: TextIO, fmt: str, source: str) -> Iterator[tuple[int, R
         elif fmt == "ndjson":
             yield from _ndjson(stream, source)
         else:
-            yield from _delimited(stream, source, "excel" if fmt == "csv" else "excel-tab")
+            yield from _delimited(stream, source, "excel" if fmt == "csv" else "excel-tab", delimiter)
     except UnicodeDecodeError:
         raise InputError(source, None, "is not UTF-8 text") from None
 
@@ -173,9 +209,9 @@ def _json_array(stream: TextIO, source: str, head: str = "") -> Iterator[tuple[i
         raise InputError(source, line, "unexpected text after the closing ']'")
 
 
-def _delimited(stream: TextIO, source: str, dialect: str) -> Iterator[tuple[int, Record]]:
+def _delimited(stream: TextIO, source: str, dialect: str, delimiter: str | None) -> Iterator[tuple[int, Record]]:
     """CSV/TSV records; a record (and an error in it) is named by the line it starts on."""
-    reader = csv.reader(stream, dialect=dialect, strict=True)
+    reader = csv.reader(stream, dialect=dialect, strict=True, delimiter=delimiter or csv.get_dialect(dialect).delimiter)
     start = 1  # the line the record being read starts on
     try:
         header = next(reader, None)
@@ -195,13 +231,16 @@ def _delimited(stream: TextIO, source: str, dialect: str) -> Iterator[tuple[int,
         raise InputError(source, start, f"malformed {'CSV' if dialect == 'excel' else 'TSV'}: {exc}") from None
 
 
-def coerce(spec: spi.TableSpec, record: Record, fmt: str, source: str, line: int) -> dict[str, Any]:
-    """A typed, validated row from a raw record; errors name the line and column."""
+def coerce(
+    spec: spi.TableSpec, record: Record, fmt: str, source: str, line: int, null: str | None = None
+) -> dict[str, Any]:
+    """A typed, validated row from a raw record (a CSV/TSV field equal to ``null`` is
+    null); errors name the line and column."""
     convert = parse_field if fmt in ("csv", "tsv") else from_json_value
     row: dict[str, Any] = {}
     for column, raw in record.items():
         try:
-            row[column] = convert(spec, column, raw)
+            row[column] = None if null is not None and raw == null else convert(spec, column, raw)
         except spi.KvError as exc:
             raise InputError(source, line, str(exc), column) from None
     try:

@@ -75,3 +75,19 @@ Ttl = Annotated[
     str | None,
     typer.Option("--ttl", help="Rows written expire this long after the write: 90s, 15m, 2h, 7d.", show_default=False),
 ]
+Null = Annotated[
+    str | None,
+    typer.Option("--null", help="CSV/TSV: read this text as null in any column (e.g. NA).", show_default=False),
+]
+Delimiter = Annotated[
+    str | None,
+    typer.Option(
+        "--delimiter", help="CSV/TSV: the field delimiter (default , for csv, tab for tsv).", show_default=False
+    ),
+]
+Encoding = Annotated[
+    str | None,
+    typer.Option(
+        "--encoding", help="The file's text encoding, a Python codec name (default utf-8).", show_default=False
+    ),
+]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,6 +17,9 @@ from kvctl.output import RowPrinter, print_value
 from kvctl.state import get_state
 from spi.textvalues import key_words, parse_word
 from spi.validate import validate_row
+
+if TYPE_CHECKING:
+    from kvctl.inputs import TextOptions
 
 
 def put(
@@ -33,22 +36,29 @@ def put(
     if_version: options.IfVersion = None,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite the whole row (unset columns: null).")] = False,
     ttl: options.Ttl = None,
+    null: options.Null = None,
+    delimiter: options.Delimiter = None,
+    encoding: options.Encoding = None,
     output: options.Output = None,
 ) -> None:
     """Write one row (prints its new version) or load a file (prints rows loaded).
 
     A plain put merges the given columns into an existing row. --if-version N merges
     only if the row is at version N (with --replace: replaces only then). --ttl
-    gives the rows written an expiry (default: the table's ttl, if any).
+    gives the rows written an expiry (default: the table's ttl, if any). A key met
+    more than once in a file: later rows replace earlier ones, stdout prints the
+    distinct keys written and stderr how many rows were replaced.
     """
     if (row_json is None) == (file is None):
         raise CliError("give either ROW_JSON or --file PATH (- for stdin)")
     if file is not None:
         if if_absent or replace or if_version is not None:
             raise CliError("--if-absent, --if-version and --replace apply to a single row, not to --file")
-        return _put_file(ctx, table, file, format, mode, batch_size, ttl)
-    if format is not None or mode != "upsert" or batch_size != 10_000:
-        raise CliError("--format, --mode and --batch-size apply to --file")
+        from kvctl.inputs import TextOptions  # the file readers: only put --file needs them
+
+        return _put_file(ctx, table, file, format, mode, batch_size, ttl, TextOptions.of(null, delimiter, encoding))
+    if format is not None or mode != "upsert" or batch_size != 10_000 or (null, delimiter, encoding) != (None,) * 3:
+        raise CliError("--format, --mode, --batch-size, --null, --delimiter and --encoding apply to --file")
     if if_absent and (replace or if_version is not None):
         raise CliError("--if-absent cannot be combined with --replace or --if-version")
     seconds = ttl_seconds(ctx, ttl)
@@ -67,7 +77,14 @@ def put(
 
 
 def _put_file(
-    ctx: typer.Context, table: str, path: str, fmt: str | None, mode: str, batch_size: int, ttl: str | None
+    ctx: typer.Context,
+    table: str,
+    path: str,
+    fmt: str | None,
+    mode: str,
+    batch_size: int,
+    ttl: str | None,
+    text: TextOptions,
 ) -> None:
     from kvctl import bulk  # the file readers and the spool: only put --file needs them
 
@@ -76,8 +93,9 @@ def _put_file(
     bulk.check_batch_size(batch_size)
     seconds = ttl_seconds(ctx, ttl)
     handle, spec = open_table(ctx, table, create=True)
-    spool = bulk.check(spec, path, fmt)
+    spool = bulk.check(spec, path, fmt, text)
     try:
+        distinct = spool.distinct_keys() if mode != "insert" else spool.count  # insert refuses a repeat
         update, finish = bulk.progress_bar(spool.count)
         try:
             loaded = bulk.load(
@@ -93,6 +111,9 @@ def _put_file(
             finish()
     finally:
         spool.close()
+    if distinct < loaded:
+        bulk.report_repeats(loaded, distinct)
+        loaded = distinct
     print_value(loaded)
 
 

@@ -1,0 +1,94 @@
+"""Loading real files with ``put --file``: ``--null``, ``--delimiter``, ``--encoding``
+and keys repeated in one input (CLI.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_support import PROVIDER_KINDS, Kvctl, assert_one_error, provider_url
+
+FIELDS = ["--field", "k:string", "--field", "n:long", "--field", "x:double", "--field", "s:string", "--pk", "k"]
+
+
+@pytest.fixture(params=PROVIDER_KINDS)
+def kv(request: pytest.FixtureRequest, tmp_path: Path) -> Kvctl:
+    """kvctl on a fresh store with an empty table ``t``."""
+    runner = Kvctl(provider_url(request.param, tmp_path, request))
+    runner.ok("table", "create", "t", *FIELDS)
+    return runner
+
+
+def rows(kv: Kvctl) -> list[dict[str, object]]:
+    return json.loads(kv.ok("scan", "t", "-o", "json").out)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("quoted", [False, True])  # a quote sends the file through the strict csv check first
+def test_null_and_delimiter(kv: Kvctl, tmp_path: Path, quoted: bool) -> None:
+    path = tmp_path / "in.csv"
+    s = '"NA"' if quoted else "NA"
+    path.write_text(f"k;n;x;s\na;1;NA;{s}\nb;NA;2.5;hé\n", encoding="utf-8")
+    assert kv.ok("put", "t", "--file", str(path), "--delimiter", ";", "--null", "NA").out.strip() == "2"
+    assert rows(kv) == [{"k": "a", "n": 1, "x": None, "s": None}, {"k": "b", "n": None, "x": 2.5, "s": "hé"}]
+
+
+def test_na_is_text_without_null(kv: Kvctl, tmp_path: Path) -> None:
+    path = tmp_path / "in.csv"
+    path.write_text("k,s\na,NA\n", encoding="utf-8")
+    kv.ok("put", "t", "--file", str(path))
+    assert rows(kv) == [{"k": "a", "n": None, "x": None, "s": "NA"}]
+    path.write_text("k,n\na,NA\n", encoding="utf-8")
+    assert_one_error(kv("put", "t", "--file", str(path)), 2)  # NA is no long
+
+
+def test_null_in_a_key_column_names_line_and_column(kv: Kvctl, tmp_path: Path) -> None:
+    path = tmp_path / "in.tsv"
+    path.write_text("k\tn\nok\t1\nNA\t2\n", encoding="utf-8")
+    res = kv("put", "t", "--file", str(path), "--null", "NA")
+    assert_one_error(res, 2)
+    assert "line 3" in res.err and "'k'" in res.err
+    assert rows(kv) == []
+
+
+def test_encoding(kv: Kvctl, tmp_path: Path) -> None:
+    path = tmp_path / "in.csv"
+    path.write_bytes("k,s\nc,café\n".encode("latin-1"))
+    res = kv("put", "t", "--file", str(path))
+    assert_one_error(res, 2)
+    assert "UTF-8" in res.err
+    assert kv.ok("put", "t", "--file", str(path), "--encoding", "latin-1").out.strip() == "1"
+    assert rows(kv)[0]["s"] == "café"
+    wide = tmp_path / "wide.csv"
+    wide.write_bytes("k,s\nd,żółw\n".encode("utf-16"))
+    assert kv.ok("put", "t", "--file", str(wide), "--encoding", "utf-16").out.strip() == "1"
+    assert_one_error(kv("put", "t", "--file", str(path), "--encoding", "no-such-codec"), 2)
+
+
+def test_options_apply_to_csv_files(kv: Kvctl, tmp_path: Path) -> None:
+    path = tmp_path / "in.ndjson"
+    path.write_text('{"k": "a"}\n', encoding="utf-8")
+    assert_one_error(kv("put", "t", "--file", str(path), "--null", "NA"), 2)
+    assert_one_error(kv("put", "t", '{"k": "a"}', "--delimiter", ";"), 2)
+    assert_one_error(kv("put", "t", "--file", str(path), "--delimiter", ";;"), 2)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".ndjson"])
+def test_repeated_keys_are_reported(kv: Kvctl, tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"in{suffix}"
+    keys = ["a", "b", "a", "c", "b", "a"]
+    if suffix == ".csv":
+        path.write_text("k,n\n" + "".join(f"{k},{i}\n" for i, k in enumerate(keys)), encoding="utf-8")
+    else:
+        path.write_text("".join(json.dumps({"k": k, "n": i}) + "\n" for i, k in enumerate(keys)), encoding="utf-8")
+    res = kv.ok("put", "t", "--file", str(path))
+    assert res.out.strip() == "3"
+    assert "6 rows read, 3 distinct keys written (3 replaced an earlier row of the input)" in res.err
+    assert {r["k"]: r["n"] for r in rows(kv)} == {"a": 5, "b": 4, "c": 3}  # later rows win
+    res = kv.ok("put", "t", "--file", str(path), "--mode", "replace")
+    assert res.out.strip() == "3"
+    assert "replaced an earlier row" in res.err
+    once = tmp_path / "once.csv"
+    once.write_text("k,n\nz,1\n", encoding="utf-8")
+    res = kv.ok("put", "t", "--file", str(once))
+    assert res.out.strip() == "1" and res.err == ""
