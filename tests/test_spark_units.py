@@ -126,3 +126,63 @@ def test_spark_workers_freeze_their_loaded_modules_once(in_worker: bool, frozen:
     first, again = map(int, out.stdout.split())
     assert (first > 1000) is frozen  # everything imported is out of the collector's sight
     assert again == 0  # objects made later are collected as usual: never frozen by a second call
+
+
+def _fed_store(tmp_path: Path) -> spi.Provider:
+    """A RocksDB store whose table ``t`` recorded revisions 1..6 of 1, 1, 5, 1, 3, 1 events."""
+    p = spi.connect(f"rocksdb://{tmp_path / 'db'}")
+    p.admin.create(spi.TableSpec("t", [("id", "long")], ["id"], changes=True))
+    t = p.table("t")
+    for size in (1, 1, 5, 1, 3, 1):
+        t.load([{"id": i} for i in range(size)])
+    return p
+
+
+def test_admission_takes_whole_revisions(tmp_path: Path) -> None:
+    from kvctl.spark.stream_source import admitted_end, available_end
+
+    with _fed_store(tmp_path) as p:
+        assert p.revision() == 6
+        assert admitted_end(p, "t", 0, 2, None) == 2  # 1 + 1 events: holds 2, takes no more
+        assert admitted_end(p, "t", 0, 3, None) == 3  # 1 + 1 < 3, so revision 3 (5 events) joins
+        assert admitted_end(p, "t", 2, 1, None) == 3  # one revision larger than N is one batch
+        assert admitted_end(p, "t", 3, 100, None) == 6
+        assert admitted_end(p, "t", 3, 100, 5) == 5  # AvailableNow's target bounds it
+        assert admitted_end(p, "t", 6, 10, None) == 6  # nothing new: the start itself
+        assert available_end(p, "t", 0, None) == 6
+        assert available_end(p, "t", 6, None) == 6
+        assert available_end(p, "t", 2, 4) == 4
+
+
+def test_starting_revision_and_compaction(tmp_path: Path) -> None:
+    from kvctl.spark.stream_source import oldest_kept, starting_revision
+
+    with _fed_store(tmp_path) as p:
+        assert starting_revision(p, "t", None, "latest") == 6
+        assert starting_revision(p, "t", "earliest", "latest") == 0
+        assert starting_revision(p, "t", "4", "latest") == 4
+        with pytest.raises(spi.InvalidFieldError, match="startingRevision"):
+            starting_revision(p, "t", "-1", "latest")
+        p.compact(3)
+        assert oldest_kept(p, "t") == starting_revision(p, "t", "EARLIEST", "latest") == 3
+        with pytest.raises(spi.RevisionCompactedError, match="3"):
+            starting_revision(p, "t", "1", "latest")
+
+
+def test_change_schema_and_sink_columns() -> None:
+    from kvctl.spark.stream_sink import check_input
+    from kvctl.spark.stream_source import change_arrow_schema
+    from kvctl.spark.types import change_schema
+
+    spec = spi.TableSpec("t", [("id", "long"), ("v", "string")], ["id"], changes=True)
+    schema = change_schema(spec)
+    assert schema.fieldNames() == ["id", "v", "_revision", "_op", "_version", "_time"]
+    assert [f.nullable for f in schema.fields] == [False, True, False, False, True, False]
+    assert change_arrow_schema(spec).names == schema.fieldNames()
+    check_input(spec, ["id", "_op", "_version", "_revision", "_time"])
+    with pytest.raises(spi.InvalidFieldError, match="color"):
+        check_input(spec, ["id", "color", "_op"])
+    with pytest.raises(spi.InvalidFieldError, match="id"):
+        check_input(spec, ["v", "_op"])
+    with pytest.raises(spi.InvalidFieldError, match="_op"):
+        change_schema(spi.TableSpec("u", [("id", "long"), ("_op", "string")], ["id"], changes=True))
