@@ -92,3 +92,48 @@ def test_repeated_keys_are_reported(kv: Kvctl, tmp_path: Path, suffix: str) -> N
     once.write_text("k,n\nz,1\n", encoding="utf-8")
     res = kv.ok("put", "t", "--file", str(once))
     assert res.out.strip() == "1" and res.err == ""
+
+
+def test_table_create_from_infers_types(kv: Kvctl, tmp_path: Path) -> None:
+    path = tmp_path / "orders.csv"
+    path.write_text(
+        "region,id,total,ok,when,day,odd,empty,big\n"
+        "eu,1,2,true,2024-01-01T00:00:00Z,2024-01-01,2012/01/01,,1\n"
+        "us,2,2.5,FALSE,2024-01-01 10:00,2024-02-03,x,NA,99999999999999999999\n",
+        encoding="utf-8",
+    )
+    res = kv.ok("table", "create", "o", "--from", str(path), "--pk", "region,id", "--index", "ok", "--null", "NA")
+    spec = json.loads(res.out)
+    assert spec == {
+        "name": "o",
+        "fields": [
+            {"name": "region", "type": "string"},
+            {"name": "id", "type": "long"},
+            {"name": "total", "type": "double"},
+            {"name": "ok", "type": "bool"},
+            {"name": "when", "type": "timestamp"},
+            {"name": "day", "type": "timestamp"},
+            {"name": "odd", "type": "string"},
+            {"name": "empty", "type": "string"},
+            {"name": "big", "type": "double"},
+        ],
+        "primary_key": ["region", "id"],
+        "indexes": ["ok"],
+    }
+    assert json.loads(kv.ok("table", "describe", "o", "-o", "json").out)["fields"] == spec["fields"]
+    assert kv.ok("count", "o").out.strip() == "0"  # loads no rows
+    assert kv.ok("put", "o", "--file", str(path), "--null", "NA").out.strip() == "2"
+
+
+def test_table_create_from_json_and_bad_keys(kv: Kvctl, tmp_path: Path) -> None:
+    path = tmp_path / "in.ndjson"
+    path.write_text('{"a": 1, "b": 1.5, "c": "2024-01-01", "d": true}\n{"a": 2, "b": 2, "c": null}\n', encoding="utf-8")
+    spec = json.loads(kv.ok("table", "create", "j", "--from", str(path), "--pk", "a").out)
+    assert [f["type"] for f in spec["fields"]] == ["long", "double", "timestamp", "bool"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("region,id\neu,1\n,2\n", encoding="utf-8")
+    res = kv("table", "create", "b", "--from", str(bad), "--pk", "region,id")
+    assert_one_error(res, 2)
+    assert "line 3" in res.err and "'region'" in res.err
+    assert [t["name"] for t in json.loads(kv.ok("table", "list", "-o", "json").out)] == ["j", "t"]
+    assert_one_error(kv("table", "create", "c", "--from", str(bad)), 2)  # no --pk

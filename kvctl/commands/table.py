@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+import spi
 from kvctl import options, specs
 from kvctl.common import check_expiry, ttl_seconds
 from kvctl.completion import complete_column
@@ -32,11 +33,34 @@ def create(
     index: Annotated[list[str] | None, typer.Option("--index", help="Indexed column (repeat).")] = None,
     changes: Annotated[bool, typer.Option("--changes", help="Record a change feed (kvctl watch, changes).")] = False,
     ttl: options.Ttl = None,
+    from_file: Annotated[
+        str | None,
+        typer.Option(
+            "--from", help="Infer the columns and their types from this data file (with --pk); loads no rows."
+        ),
+    ] = None,
+    format: Annotated[str | None, typer.Option("--format", help="With --from: json|ndjson|csv|tsv.")] = None,
+    null: options.Null = None,
+    delimiter: options.Delimiter = None,
+    encoding: options.Encoding = None,
 ) -> None:
-    """Create a table (exit 1 if it exists)."""
-    if spec is not None and (field or pk is not None or index):
+    """Create a table (exit 1 if it exists).
+
+    --from FILE --pk a,b reads the whole file and gives each column the narrowest of
+    long, double, bool, timestamp (ISO 8601 only), string holding every value (empty
+    and --null values don't count), prints the spec (the --spec shape) and creates the
+    table without loading rows (kvctl put --file loads them).
+    """
+    if spec is not None and (field or pk is not None or index or from_file is not None):
         raise CliError("give either --spec FILE or --field/--pk/--index, not both")
-    table_spec = specs.read_spec_file(spec, name) if spec else specs.from_options(name, field or [], pk, index or [])
+    if from_file is None and (format, null, delimiter, encoding) != (None,) * 4:
+        raise CliError("--format, --null, --delimiter and --encoding apply to --from FILE")
+    if from_file is not None:
+        table_spec = _inferred(name, from_file, field, pk, index or [], format, null, delimiter, encoding)
+    elif spec:
+        table_spec = specs.read_spec_file(spec, name)
+    else:
+        table_spec = specs.from_options(name, field or [], pk, index or [])
     if changes:
         table_spec = table_spec.with_changes(True)
     if ttl is not None:
@@ -45,6 +69,32 @@ def create(
         check_expiry(ctx)
     get_state(ctx).provider(create=True).admin.create(table_spec)
     print(f"created table {name!r}", file=sys.stderr)
+
+
+def _inferred(
+    name: str,
+    path: str,
+    field: list[str] | None,
+    pk: str | None,
+    index: list[str],
+    fmt: str | None,
+    null: str | None,
+    delimiter: str | None,
+    encoding: str | None,
+) -> spi.TableSpec:
+    """``table create --from``: the inferred spec, printed on stdout."""
+    from kvctl.infer import infer_spec
+    from kvctl.inputs import TextOptions
+
+    if field:
+        raise CliError("--from infers the fields: give no --field")
+    if pk is None:
+        raise CliError("--from needs --pk (the key columns, in order: --pk a,b)")
+    inferred = infer_spec(
+        name, path, fmt, TextOptions.of(null, delimiter, encoding), specs.split_list(pk, "--pk"), index
+    )
+    print_document(OutputFormat.json, inferred.to_catalog())
+    return inferred
 
 
 @app.command("list", cls=Command)
