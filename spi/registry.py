@@ -3,7 +3,7 @@
 Providers register under the entry-point group ``kvctl.providers``: the entry
 point's name is a URL scheme and its value a provider class with a
 ``from_url(url, *, create=True)`` classmethod. The first-party schemes (``memory``,
-``rocksdb``, ``postgresql+psycopg``) resolve from a built-in map without reading
+``rocksdb``, ``postgresql+psycopg``, ``etcd``) resolve from a built-in map without reading
 any entry point (another package cannot take them over, and a one-off ``kvctl get``
 does not pay the ~20 ms scan of every installed distribution); any other scheme is
 looked up among the entry points. Only the chosen provider's module is imported.
@@ -28,6 +28,7 @@ BUILTIN_PROVIDERS = {
     "memory": "providers.memory:MemoryProvider",
     "rocksdb": "providers.rocksdb:RocksDBProvider",
     "postgresql+psycopg": "providers.postgres:PostgresProvider",
+    "etcd": "providers.etcd:EtcdProvider",
 }
 SCHEME_ALIASES = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg"}
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*\Z")

@@ -1,0 +1,233 @@
+"""The :mod:`spi.kv` ordered store over an etcd cluster, with optimistic sessions.
+
+A session reads everything at one etcd revision ``R0`` (the revision its first read
+saw; later reads pass ``revision=R0``), so what a transaction reads is one snapshot.
+It remembers what it read:
+
+- every key it saw, with the ``mod_revision`` it had (0: absent);
+- every key range a scan covered (the stretch up to the last key it fetched, or the
+  whole range once the scan ended).
+
+Its commit is one etcd ``Txn`` whose compares check that none of it changed since
+``R0``: each key seen still has the ``mod_revision`` it had (a deleted key has 0, a
+rewritten one a newer one, a key first seen absent must still be), and no key in a
+scanned range has ``mod_revision > R0`` (a key inserted or rewritten there).
+A deletion inside a scanned range is caught by the first kind, as the scan saw the
+deleted key. When these compares do not fit in one transaction (more than
+``max_txn_ops``, a very large read set), the commit compares instead one key that
+every commit rewrites (:data:`COMMIT_KEY`): any commit since ``R0`` then fails it,
+which is coarser but just as sound. A failed compare is a :class:`ConflictError`
+(``p.run`` and the auto-commit handles retry it). Commits are thus serializable in
+etcd revision order: each one's reads were still true when it was applied.
+
+A session that never reads commits blindly (nothing it saw can have changed); a
+read-only session commits nothing. Range deletes are sent as etcd delete ranges
+(split around keys the same commit writes: etcd refuses a put inside a deleted
+range of the same ``Txn``).
+
+Keys live under ``PREFIX/`` (the URL's prefix); :data:`COMMIT_KEY` is
+``PREFIX/\\xff\\xffcommit``, above every key the engine uses.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterator
+from typing import Any
+
+from providers.etcd.client import EtcdClient, b64, items, range_request
+from spi.errors import ConflictError, LimitExceededError
+from spi.kv import OrderedStore, StoreSession
+
+COMMIT_KEY = b"\xff\xffcommit"
+"""Rewritten by every commit (below the prefix): the fallback compare."""
+_TOP = b"\xff"
+"""Above every key of the engine (``hi=None`` ends here)."""
+FIRST_FETCH = 64
+MAX_FETCH = 1024
+"""Keys a scan fetches per request: the first request, then up to this many."""
+_RESERVED_OPS = 8
+"""Operations of a commit's budget kept for the commit key and the split of range deletes."""
+_OP_OVERHEAD = 16
+"""Bytes a protobuf request adds to each operation's key and value (a generous bound)."""
+
+
+class EtcdSession(StoreSession):
+    """An optimistic session: snapshot reads at one revision, compared at commit."""
+
+    __slots__ = ("_client", "_prefix", "_ranges", "_read_only", "_rev", "_seen", "_store")
+
+    def __init__(self, store: EtcdStore, read_only: bool) -> None:
+        self._store = store
+        self._client = store.client
+        self._prefix = store.prefix
+        self._read_only = read_only
+        self._rev = 0
+        """The revision every read is made at (0 before the first read)."""
+        self._seen: dict[bytes, int] = {}
+        """etcd key -> the mod_revision it had at ``_rev`` (0: absent)."""
+        self._ranges: list[list[bytes]] = []
+        """``[lo, hi)`` etcd key ranges that scans covered."""
+
+    # ------------------------------------------------------------------ reads
+    def _at(self, revision: int) -> None:
+        if not self._rev:
+            self._rev = revision
+
+    def get(self, key: bytes) -> bytes | None:
+        full = self._prefix + key
+        revision, found, _ = self._client.range(full, revision=self._rev)
+        self._at(revision)
+        if found:
+            _, value, mod = found[0]
+            self._seen[full] = mod
+            return value
+        self._seen[full] = 0
+        return None
+
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        if len(keys) < 2:
+            return [self.get(k) for k in keys]
+        out: list[bytes | None] = []
+        step = self._store.max_txn_ops
+        for at in range(0, len(keys), step):
+            chunk = [self._prefix + k for k in keys[at : at + step]]
+            ops = [{"request_range": range_request(k, revision=self._rev)} for k in chunk]
+            _, revision, responses = self._client.txn([], ops, write=False)
+            self._at(revision)
+            for full, response in zip(chunk, responses):
+                found = items(response.get("response_range", {}))
+                if found:
+                    self._seen[full] = found[0][2]
+                    out.append(found[0][1])
+                else:
+                    self._seen[full] = 0
+                    out.append(None)
+        return out
+
+    def iterate(self, lo: bytes, hi: bytes | None, reverse: bool) -> Iterator[tuple[bytes, bytes]]:
+        return self._scan(lo, hi, reverse, False)
+
+    def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
+        return (k for k, _ in self._scan(lo, hi, False, True))
+
+    def _scan(self, lo: bytes, hi: bytes | None, reverse: bool, keys_only: bool) -> Iterator[tuple[bytes, bytes]]:
+        prefix, cut = self._prefix, len(self._prefix)
+        start, end = prefix + lo, prefix + (_TOP if hi is None else hi)
+        covered = [end, end] if reverse else [start, start]  # grows as the scan fetches
+        if not self._read_only:
+            self._ranges.append(covered)
+        size = FIRST_FETCH
+        seen = self._seen
+        while start < end:
+            revision, found, more = self._client.range(
+                start, end, revision=self._rev, limit=size, descending=reverse, keys_only=keys_only
+            )
+            self._at(revision)
+            if more and found:
+                if reverse:
+                    end = covered[0] = found[-1][0]
+                else:
+                    start = covered[1] = found[-1][0] + b"\x00"
+            elif reverse:
+                covered[0] = start
+            else:
+                covered[1] = end
+            for key, _value, mod in found:
+                seen[key] = mod
+            yield from ((key[cut:], value) for key, value, _ in found)
+            if not more or not found:
+                return
+            size = min(size * 4, MAX_FETCH)
+
+    # ----------------------------------------------------------------- commit
+    def commit(self, range_deletes: list[tuple[bytes, bytes]], keys: list[bytes], values: list[bytes | None]) -> None:
+        prefix = self._prefix
+        store = self._store
+        full = [prefix + k for k in keys]
+        ops: list[dict[str, Any]] = []
+        size = 0
+        for lo, hi in range_deletes:
+            for a, b in _split(prefix + lo, prefix + hi, full):
+                ops.append({"request_delete_range": {"key": b64(a), "range_end": b64(b)}})
+                size += len(a) + len(b) + _OP_OVERHEAD
+        for key, value in zip(full, values):
+            if value is None:
+                ops.append({"request_delete_range": {"key": b64(key)}})
+                size += len(key) + _OP_OVERHEAD
+            else:
+                ops.append({"request_put": {"key": b64(key), "value": b64(value)}})
+                size += len(key) + len(value) + _OP_OVERHEAD
+        ops.append({"request_put": {"key": b64(store.commit_key), "value": ""}})
+        if len(ops) > store.max_txn_ops:
+            raise LimitExceededError(
+                f"this transaction writes {len(ops) - 1} etcd keys; one etcd transaction holds at most "
+                f"{store.max_txn_ops} operations (max_txn_ops, the members' --max-txn-ops): nothing was written; "
+                "split it into smaller transactions"
+            )
+        compare = self._compares()
+        size += sum(len(c["key"]) * 3 // 4 + len(c.get("range_end", "")) * 3 // 4 + 24 for c in compare)
+        if size > store.max_request_bytes:
+            raise LimitExceededError(
+                f"this transaction needs an etcd request of about {size / 1048576:.2f} MiB; etcd takes at most "
+                f"{store.max_request_bytes / 1048576:.2f} MiB per request (max_request_bytes, the members' "
+                "--max-request-bytes): nothing was written; split it into smaller transactions"
+            )
+        succeeded, _, _ = self._client.txn(compare, ops)
+        if not succeeded:
+            raise ConflictError(
+                "etcd transaction conflict: a key this transaction read was changed by another commit "
+                "since it read it; retry the transaction (p.run does)"
+            )
+
+    def _compares(self) -> list[dict[str, Any]]:
+        """The compares that check that nothing this session read has changed."""
+        if not self._rev or (not self._seen and not self._ranges):
+            return []
+        rev = self._rev
+        if len(self._seen) + len(self._ranges) > self._store.max_txn_ops - _RESERVED_OPS:
+            key = b64(self._store.commit_key)
+            return [{"key": key, "target": "MOD", "result": "LESS", "mod_revision": rev + 1}]
+        compare: list[dict[str, Any]] = [
+            {"key": b64(key), "target": "MOD", "result": "EQUAL", "mod_revision": mod}
+            for key, mod in self._seen.items()
+        ]
+        for lo, hi in self._ranges:
+            if lo < hi:
+                compare.append(
+                    {"key": b64(lo), "range_end": b64(hi), "target": "MOD", "result": "LESS", "mod_revision": rev + 1}
+                )
+        return compare
+
+    def release(self) -> None:
+        self._seen = {}
+        self._ranges = []
+
+
+def _split(lo: bytes, hi: bytes, keys: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
+    """``[lo, hi)`` less the (sorted) ``keys`` inside it, as ranges."""
+    at = bisect_left(keys, lo)
+    while at < len(keys) and keys[at] < hi:
+        if lo < keys[at]:
+            yield lo, keys[at]
+        lo = keys[at] + b"\x00"
+        at += 1
+    if lo < hi:
+        yield lo, hi
+
+
+class EtcdStore(OrderedStore):
+    """An etcd cluster's keys under one prefix, handing out optimistic sessions."""
+
+    def __init__(self, client: EtcdClient, prefix: str, *, max_txn_ops: int, max_request_bytes: int) -> None:
+        self.client = client
+        self.prefix = prefix.encode() + b"/"
+        self.commit_key = self.prefix + COMMIT_KEY
+        self.max_txn_ops = max_txn_ops
+        self.max_request_bytes = max_request_bytes
+
+    def session(self, read_only: bool = False) -> StoreSession:
+        return EtcdSession(self, read_only)
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,42 @@
+"""The conformance suite and the differential test on the etcd provider (a real
+3-member cluster, tests/etcd_cluster.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import spi
+from spi.errors import LimitExceededError
+from spi.testing import ConformanceTests, DifferentialTests
+
+
+class TestEtcdConformance(ConformanceTests):
+    @pytest.fixture
+    def provider_factory(self, etcd_factory: Callable[..., Any]) -> Callable[[], Any]:
+        return etcd_factory
+
+    def test_value_limits(self, provider: Any) -> None:
+        """etcd's variant of the kit's value limits (SPI.md, Connecting): a value
+        must fit in one etcd request (1.5 MiB), so the kit's 16 MiB value is a
+        LimitExceededError naming the limit, with nothing written; 1 MiB works."""
+        spec = spi.TableSpec("big", [spi.Field("k", "long"), spi.Field("v", "bytes"), spi.Field("s", "string")], ["k"])
+        provider.admin.create(spec)
+        big = provider.table("big")
+        big.upsert({"k": 1, "v": b"\x00" * (1024 * 1024), "s": "y" * 5000})
+        assert len(big.read((1,))["v"]) == 1024 * 1024
+        with pytest.raises(LimitExceededError, match="max_request_bytes"):
+            big.upsert({"k": 2, "v": b"\x00" * (16 * 1024 * 1024)})
+        assert big.read((2,)) is None
+        with pytest.raises(LimitExceededError):
+            big.upsert({"k": 2, "s": "y" * (16 * 1024 * 1024 + 1)})
+
+
+class TestEtcdDifferential(DifferentialTests):
+    """Random operation sequences, each compared with the reference model (spi.testing.reference)."""
+
+    @pytest.fixture
+    def provider_factory(self, etcd_factory: Callable[..., Any]) -> Callable[[], Any]:
+        return etcd_factory
