@@ -137,3 +137,10 @@ def test_table_create_from_json_and_bad_keys(kv: Kvctl, tmp_path: Path) -> None:
     assert "line 3" in res.err and "'region'" in res.err
     assert [t["name"] for t in json.loads(kv.ok("table", "list", "-o", "json").out)] == ["j", "t"]
     assert_one_error(kv("table", "create", "c", "--from", str(bad)), 2)  # no --pk
+
+
+def test_import_format_from_suffix(kv: Kvctl, tmp_path: Path) -> None:
+    res = kv("import", "t", "--in", str(tmp_path / "rows.dat"))
+    assert_one_error(res, 2)
+    assert "--format parquet|csv|json|orc" in res.err
+    assert_one_error(kv("import", "t", "--in", str(tmp_path / "rows.csv"), "--format", "xls"), 2)

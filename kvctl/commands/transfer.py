@@ -11,6 +11,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -34,6 +35,20 @@ Master = Annotated[
 
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+_SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".ndjson": "json", ".jsonl": "json", ".orc": "orc"}
+
+
+def _import_format(path: str, given: str | None) -> str:
+    """``--format``, else the format the ``--in`` suffix names (NDJSON is Spark's json)."""
+    if given is not None:
+        _choice(given, FORMATS, "--format")
+        return given
+    found = _SUFFIXES.get(Path(path.rstrip("/")).suffix.lower())
+    if found is None:
+        raise CliError(f"cannot tell the format of {path} from its name: pass --format {'|'.join(FORMATS)}")
+    return found
 
 
 def _choice(value: str, choices: tuple[str, ...], option: str) -> None:
@@ -187,7 +202,9 @@ def import_(
     ctx: typer.Context,
     table: options.Table,
     path: Annotated[str, typer.Option("--in", help="Input file or directory.", show_default=False)],
-    format: Format = "parquet",
+    format: Annotated[
+        str | None, typer.Option("--format", help="parquet|csv|json|orc (default: by the --in suffix).")
+    ] = None,
     mode: Annotated[
         str,
         typer.Option("--mode", help="append (upsert) | overwrite (replace the table's rows atomically; needs --yes)."),
@@ -206,7 +223,6 @@ def import_(
     import leaves the old rows untouched.
     """
     _require_spark("import")
-    _choice(format, FORMATS, "--format")
     _choice(mode, ("append", "overwrite"), "--mode")
     if mode == "overwrite" and not yes:
         raise CliError("--mode overwrite replaces the table's rows: add --yes (nothing was changed)")
@@ -222,6 +238,7 @@ def import_(
         raise spi.TableExistsError(f"table {table!r} already exists; import into it without --create")
     if not create and not admin.exists(table):
         raise spi.TableNotFoundError(f"table {table!r} does not exist; create it, or use --create --pk a,b")
+    fmt = _import_format(path, format)
     local = _local_path(path)
     if local is not None and not os.path.exists(local):
         raise CliError(f"{path} does not exist; nothing was imported")
@@ -230,11 +247,9 @@ def import_(
 
     spark = _session(ctx, master)
     result = _run(
-        lambda progress: import_table(
-            spark, url, table, path, format=format, mode=mode, create_pk=key, progress=progress
-        )
+        lambda progress: import_table(spark, url, table, path, format=fmt, mode=mode, create_pk=key, progress=progress)
     )
-    print(f"imported {_count(result.rows, 'row')} from {path} into {table!r} ({format})", file=sys.stderr)
+    print(f"imported {_count(result.rows, 'row')} from {path} into {table!r} ({fmt})", file=sys.stderr)
     print_value(result.rows)
 
 
