@@ -13,6 +13,7 @@ from spi.capabilities import Capability
 from spi.kv import KvProvider
 from spi.kv.admin import KvAdmin
 from spi.kv.autocommit import KvAutoCommitTable
+from spi.kv.layout import Layout
 from spi.provider import AutoCommitTable
 from spi.table import TableBase
 
@@ -78,6 +79,11 @@ class EtcdAdmin(KvAdmin):
     def __init__(self, provider: EtcdProvider) -> None:
         super().__init__(provider.transaction, provider.session, provider.layouts)
         self._provider = provider
+
+    def sweep_batch(self, layout: Layout) -> int:
+        """Expired rows per sweep commit: as many as one etcd transaction holds."""
+        store: EtcdStore = self._provider._etcd
+        return load_piece(store.max_txn_ops, len(layout.spec.indexes), True)
 
     def __getattribute__(self, name: str) -> Any:
         attr = super().__getattribute__(name)

@@ -150,6 +150,11 @@ class KvAdmin(Admin):
         with self._tx() as tx:
             return verify_table(tx, name)
 
+    def sweep_batch(self, layout: Layout) -> int:
+        """Expired rows a sweep removes per commit (stores whose commits are bounded
+        answer less than :data:`SWEEP_BATCH`)."""
+        return SWEEP_BATCH
+
     def sweep(self, name: str) -> int:
         """Remove the table's expired rows now, in commits of up to
         :data:`SWEEP_BATCH` rows; how many were removed."""
@@ -160,7 +165,8 @@ class KvAdmin(Admin):
                 if not Scanner(view, stored_layout(view, self._layouts, name)).has_expired(now):
                     return removed
             with self._tx() as tx:
-                n, more = KvTable(tx, tx.layout(name)).sweep(now, SWEEP_BATCH)
+                layout = tx.layout(name)
+                n, more = KvTable(tx, layout).sweep(now, self.sweep_batch(layout))
             removed += n
             if not more:
                 return removed

@@ -1,0 +1,110 @@
+"""etcd provider specifics: URLs, optimistic serializability of range reads, the
+one-request limits and load pieces (a real 3-member cluster, tests/etcd_cluster.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import spi
+from providers.etcd.provider import load_piece
+from providers.etcd.url import parse_url
+from spi.errors import ConflictError, LimitExceededError, ProviderUnavailableError, UrlError
+
+SPEC = spi.TableSpec("t", [spi.Field("k", "long"), spi.Field("v", "string")], ["k"], indexes=["v"])
+
+
+def test_url_members_prefix_credentials_and_options() -> None:
+    u = parse_url("etcd://me:p%40ss@10.0.0.1:2379,[::1]:2380/apps/kv?timeout=2.5&max_txn_ops=2048")
+    assert u.endpoints == ("10.0.0.1:2379", "[::1]:2380") and u.prefix == "apps/kv"
+    assert (u.user, u.password, u.timeout, u.max_txn_ops) == ("me", "p@ss", 2.5, 2048)
+    assert "p@ss" not in u.masked and "***" in u.masked
+    assert parse_url("etcd://h:1").prefix == "kvctl"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "etcd://",
+        "etcd://host",
+        "etcd://h:1,/x",
+        "etcd://h:99999",
+        "etcd://h:1/a b",
+        "etcd://h:1?nope=1",
+        "etcd://:pw@h:1",
+    ],
+)
+def test_bad_urls_are_one_line_url_errors(url: str) -> None:
+    with pytest.raises(UrlError) as info:
+        spi.connect(url)
+    assert "\n" not in str(info.value)
+
+
+def test_unreachable_members_fail_within_the_timeout_without_the_password() -> None:
+    p = spi.connect("etcd://kv:s3cret@127.0.0.1:1,127.0.0.1:2/x?timeout=1")
+    with pytest.raises(ProviderUnavailableError, match="no etcd member reachable") as info:
+        p.admin.list_tables()
+    assert "s3cret" not in str(info.value) and "s3cret" not in repr(p)
+
+
+def test_a_range_read_conflicts_with_an_insert_into_it(etcd_factory: Callable[..., Any]) -> None:
+    """Write skew on a range: two transactions count the same range and insert into
+    it; serializable means the second commit fails."""
+    p = etcd_factory()
+    p.admin.create(SPEC)
+    with pytest.raises(ConflictError), p.transaction() as b:
+        assert b.table("t").count() == 0
+        with p.transaction() as a:
+            assert a.table("t").count() == 0
+            a.table("t").upsert({"k": 1, "v": "a"})
+        b.table("t").upsert({"k": 2, "v": "b"})
+    assert [r["k"] for r in p.table("t").scan()] == [1]
+
+
+def test_a_range_read_conflicts_with_a_delete_inside_it(etcd_factory: Callable[..., Any]) -> None:
+    p = etcd_factory()
+    p.admin.create(SPEC)
+    t = p.table("t")
+    t.load([{"k": i, "v": str(i)} for i in range(5)])
+    with pytest.raises(ConflictError), p.transaction() as tx:
+        total = sum(r["k"] for r in tx.table("t").scan(spi.Range((1,), (4,))))
+        tx.table("t").upsert({"k": 100, "v": str(total)})
+        t.delete((2,))  # inside the range the transaction scanned
+    assert t.read((100,)) is None
+
+
+def test_a_write_outside_what_was_read_does_not_conflict(etcd_factory: Callable[..., Any]) -> None:
+    p = etcd_factory()
+    p.admin.create(SPEC)
+    t = p.table("t")
+    t.load([{"k": i, "v": str(i)} for i in range(10)])
+    with p.transaction() as tx:
+        assert len(list(tx.table("t").scan(spi.Range((1,), (3,))))) == 2
+        tx.table("t").upsert({"k": 1, "v": "x"})
+        t.upsert({"k": 7, "v": "y"})  # outside the range the transaction read
+    assert t.read((1,))["v"] == "x"
+
+
+def test_a_transaction_beyond_one_request_writes_nothing(etcd_factory: Callable[..., Any]) -> None:
+    p = etcd_factory()
+    p.admin.create(SPEC)
+    with pytest.raises(LimitExceededError, match="1024"), p.transaction() as tx:
+        for i in range(600):  # 1,200 keys: the rows and their index entries
+            tx.table("t").upsert({"k": i, "v": "x"})
+    p.admin.create(spi.TableSpec("plain", [spi.Field("k", "long"), spi.Field("v", "string")], ["k"]))
+    with pytest.raises(LimitExceededError, match="MiB"), p.transaction() as tx:
+        for i in range(400):  # about 1.6 MiB
+            tx.table("plain").upsert({"k": i, "v": "y" * 4000})
+    assert p.table("t").count() == 0 and p.table("plain").count() == 0
+
+
+def test_loads_are_cut_into_pieces_one_transaction_holds(etcd_factory: Callable[..., Any]) -> None:
+    assert load_piece(1024, 0, False) == 1008 and load_piece(1024, 1, False) == 504
+    p = etcd_factory()
+    p.admin.create(SPEC)
+    seen: list[int] = []
+    n = p.table("t").load(({"k": i, "v": str(i % 7)} for i in range(2500)), progress=seen.append)
+    assert n == 2500 and p.table("t").count() == 2500 and p.admin.verify("t") == []
+    assert seen[0] == 504
