@@ -1,0 +1,101 @@
+"""Failover on the etcd provider: a killed leader, a cluster without quorum, a
+restarted cluster (the session's 3-member cluster, tests/etcd_cluster.py; each test
+restarts every member it killed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import spi
+from spi.errors import ProviderUnavailableError
+
+SPEC = spi.TableSpec("t", [spi.Field("k", "long"), spi.Field("n", "long"), spi.Field("v", "string")], ["k"], ["v"])
+
+
+@pytest.fixture
+def cluster(etcd_cluster: Any) -> Iterator[Any]:
+    """The session cluster, healed after the test (members restarted, a leader elected)."""
+    if not hasattr(etcd_cluster, "kill"):
+        pytest.skip("an external etcd cluster (KVCTL_TEST_ETCD_URL) is not killed by tests")
+    yield etcd_cluster
+    etcd_cluster.heal()
+
+
+def _table(factory: Callable[..., Any], **query: str) -> Any:
+    p = factory(**query)
+    p.admin.create(SPEC)
+    t = p.table("t")
+    t.load([{"k": i, "n": 0, "v": "a"} for i in range(20)])
+    return p, t
+
+
+def test_calls_continue_when_the_leader_dies(cluster: Any, etcd_factory: Callable[..., Any]) -> None:
+    p, t = _table(etcd_factory)
+    leader = cluster.wait_leader()
+    cluster.kill(leader)
+    assert t.read((3,))["n"] == 0 and t.count() == 20  # reads move to a live member at once
+    cluster.wait_leader()
+    for _ in range(10):
+        p.run(lambda tx: tx.table("t").increment((1,), "n"))
+    t.upsert({"k": 100, "n": 1, "v": "b"})
+    assert t.read((1,))["n"] == 10 and t.count() == 21 and p.admin.verify("t") == []
+
+
+def test_without_quorum_calls_fail_within_the_timeout_and_write_nothing(
+    cluster: Any, etcd_factory: Callable[..., Any]
+) -> None:
+    p, t = _table(etcd_factory, timeout="1.5")
+    leader = cluster.wait_leader()
+    for i in ((leader + 1) % 3, leader):  # a follower, then the leader
+        cluster.kill(i)
+    started = time.monotonic()
+    with pytest.raises(ProviderUnavailableError, match="no quorum"):
+        t.update_range(changes={"v": "half"})
+    assert time.monotonic() - started < 4
+    cluster.heal()
+    assert t.count() == 20 and t.count(where=spi.col("v") == "half") == 0
+    t.update_range(changes={"v": "whole"})  # works again
+    assert t.count(where=spi.col("v") == "whole") == 20 and p.admin.verify("t") == []
+
+
+def test_a_commit_sent_without_quorum_lands_whole_or_not_at_all(cluster: Any, etcd_factory: Callable[..., Any]) -> None:
+    p, t = _table(etcd_factory, timeout="1.5")
+    tx = p.transaction()
+    for r in list(tx.table("t").scan()):
+        tx.table("t").update((r["k"],), {"v": "new", "n": 1})
+    leader = cluster.wait_leader()
+    for i in [m for m in range(3) if m != leader]:
+        cluster.kill(i)
+    with pytest.raises(ProviderUnavailableError, match="quorum"):
+        tx.__exit__(None, None, None)  # the commit
+    cluster.heal()
+    changed = t.count(where=spi.col("v") == "new")
+    assert changed in (0, 20) and t.count(where=spi.col("n") == 1) == changed
+    assert p.admin.verify("t") == []
+
+
+def test_the_cli_exits_3_without_quorum(cluster: Any, etcd_factory: Callable[..., Any]) -> None:
+    p, _ = _table(etcd_factory)
+    url = f"{p.url}?timeout=1"
+    for i in range(3):
+        if i != cluster.wait_leader():
+            cluster.kill(i)
+            break
+    cluster.kill(cluster.wait_leader())
+    env = {**os.environ, "KVCTL_URL": url}
+    done = subprocess.run(
+        [sys.executable, "-m", "kvctl", "put", "t", '{"k": 1, "n": 5, "v": "x"}'],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "quorum" in done.stderr and len(done.stderr.strip().splitlines()) == 1
