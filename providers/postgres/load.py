@@ -166,8 +166,8 @@ def _load_group(
                 for r in rows
             )
         return False
-    if expired is not None and expired():
-        raise _MetExpired
+    if expired is not None and (returned is not None or expired()):
+        raise _MetExpired  # also a change-fed batch over taken keys: per row, each event with its prev
     temp = _temp_table(tx, target, (*columns, *tail))
     _copy(tx, None, temp.name, [*columns, *tail], types, rows)
     if mode == "insert":
