@@ -128,10 +128,11 @@ def follow(provider: spi.Provider, table: str, feed: Feed, stopped: Callable[[],
     the last revision seen misses nothing."""
     try:
         while not stopped():
-            events: Iterator[spi.Change] = provider.watch(table, since=feed.revision, timeout=WAIT)
+            events: Iterator[spi.Change | spi.Progress] = provider.watch(table, since=feed.revision, timeout=WAIT)
             try:
                 for event in events:
-                    feed.put(event)
+                    if isinstance(event, spi.Change):  # no progress= asked: never a Progress
+                        feed.put(event)
                     if stopped():
                         return
             finally:
