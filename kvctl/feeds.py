@@ -1,13 +1,17 @@
 """What the change-feed commands share (``watch``, ``changes``, ``get --watch``):
-checks with the ``kvctl`` hint, events as NDJSON lines, and ending on a closed pipe.
+checks with the ``kvctl`` hint, their options (``-o``, ``--ops``), events as compact
+JSON lines, and ending on a closed pipe.
 
 An event prints as one JSON object (CLI.md): ``{"revision", "table", "op", "key",
-"row", "version", "time"}``, values in their JSON form (:mod:`kvctl.render`).
+"row", "version", "time", "expires", "created"}`` (``"prev"`` with ``--prev``,
+``"initial": true`` on the rows ``watch --initial`` starts with), values in their
+JSON form (:mod:`kvctl.render`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import sys
 import time
@@ -21,10 +25,11 @@ from kvctl.common import parse_columns
 from kvctl.durations import parse_duration
 from kvctl.errors import CliError
 from kvctl.keys import parse_key
-from kvctl.output import dumps
+from kvctl.output import OutputFormat
 from kvctl.render import json_row
 from kvctl.state import get_state
 from spi.capabilities import Capability
+from spi.changes import OPS, PUT
 from spi.textvalues import to_json_value
 from spi.validate import check_projection
 
@@ -50,9 +55,38 @@ def no_feed(table: str) -> str:
     return f"table {table!r} does not record a change feed; `kvctl table alter {table} --changes` turns it on"
 
 
-def event_json(event: spi.Change) -> dict[str, Any]:
-    """An event as the JSON object ``watch`` and ``changes`` print."""
-    return {
+def line_output(ctx: typer.Context, output: OutputFormat | str | None, command: str | None = None) -> OutputFormat:
+    """The ``-o`` of a command that prints JSON lines (``command``, default its
+    name): ``json`` or ``ndjson`` (the default, whatever the terminal); any other
+    format given is bad usage (exit 2)."""
+    chosen = output or get_state(ctx).output
+    if chosen is None:
+        return OutputFormat.ndjson
+    chosen = OutputFormat(chosen)
+    if chosen not in (OutputFormat.json, OutputFormat.ndjson):
+        name = command or ctx.info_name
+        raise CliError(f"{name} prints JSON lines: -o json or -o ndjson, not -o {chosen.value}")
+    return chosen
+
+
+def parse_ops(text: str | None) -> list[str] | None:
+    """The ``--ops`` of ``watch``/``changes``: comma-separated operations (None: all);
+    anything but ``put``, ``delete``, ``expire`` is bad input (exit 2)."""
+    if text is None:
+        return None
+    names = [word.strip() for word in text.split(",")]
+    bad = [name for name in names if name not in OPS]
+    if bad:
+        accepted = ", ".join(OPS)
+        raise CliError(f"--ops takes {accepted} (comma-separated), got {bad[0]!r}")
+    return list(dict.fromkeys(names))
+
+
+def event_json(event: spi.Change, *, prev: bool = False, initial: bool = False) -> dict[str, Any]:
+    """An event as the JSON object ``watch`` and ``changes`` print: with ``prev`` the
+    row before the write too, with ``initial`` marked as one of ``watch --initial``'s
+    starting rows."""
+    line: dict[str, Any] = {
         "revision": event.revision,
         "table": event.table,
         "op": event.op,
@@ -61,15 +95,26 @@ def event_json(event: spi.Change) -> dict[str, Any]:
         "version": event.version,
         "time": to_json_value(event.time),
         "expires": None if event.expires_at is None else to_json_value(event.expires_at),
+        "created": event.created if event.op == PUT else None,
     }
+    if prev:
+        line["prev"] = None if event.prev is None else json_row(event.prev)
+    if initial:
+        line["initial"] = True
+    return line
+
+
+def line_dumps(value: Any) -> str:
+    """``value`` as one compact JSON line (no spaces), non-ASCII kept as is."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def stream(lines: Iterator[Any]) -> None:
-    """Print each JSON value of ``lines`` on its own line, flushed at once; a reader
-    that goes away (``watch ... | head``) ends the command with exit 0."""
+    """Print each JSON value of ``lines`` on its own compact line, flushed at once; a
+    reader that goes away (``watch ... | head``) ends the command with exit 0."""
     try:
         for value in lines:
-            sys.stdout.write(dumps(value) + "\n")
+            sys.stdout.write(line_dumps(value) + "\n")
             sys.stdout.flush()
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -83,6 +128,7 @@ def watch_row(
     """``get TABLE KEY... --watch``: the row, then the row after each change (null:
     gone), each printed only when it differs from the one before. A row that expires
     prints null at its expiry, without waiting for a sweep's event."""
+    line_output(ctx, ctx.params.get("output"), "get --watch")  # get's own -o (ctx.params: not yet converted)
     wait = None if timeout is None else parse_duration(timeout, "--timeout")
     provider = get_state(ctx).provider(create=False)
     spec = fed_spec(provider, table)
@@ -107,6 +153,8 @@ def watch_row(
                 to_expiry = max(0.0, (expires - dt.datetime.now(dt.UTC)).total_seconds()) + 0.01
                 left = to_expiry if left is None else min(left, to_expiry)
             for event in provider.watch(table, key=key, since=since, timeout=left):
+                if not isinstance(event, spi.Change):  # no progress= asked: never a Progress
+                    continue
                 since, last_change = event.revision, time.monotonic()
                 now = None
                 if event.row is not None and event.version is not None:
