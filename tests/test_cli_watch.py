@@ -1,13 +1,16 @@
 """``kvctl watch``, ``changes``, ``changes compact``, ``revision``, ``get --watch`` and
-``table create/alter --changes`` as real processes (CLI.md)."""
+``table create/alter --changes`` as real processes (CLI.md): event lines (compact,
+``created``, ``--prev``, ``--ops``), ``watch --count/--progress/--initial``."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -50,6 +53,20 @@ def spawn(url: str, *args: str) -> subprocess.Popen[str]:
     )
 
 
+def ready(proc: subprocess.Popen[str]) -> int:
+    """Wait for a watch's readiness line on stderr, ``watching T from revision R``; R."""
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    match = re.fullmatch(r"watching \S+ from revision (\d+)\n", line)
+    assert match is not None, (line, proc.communicate(timeout=30) if not line else "")
+    return int(match.group(1))
+
+
+def compact(value: Any) -> str:
+    """``value`` as the compact JSON line the feed commands print."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def test_durations() -> None:
     assert [parse_duration(t, "--timeout") for t in ["90", "90s", "15m", "2h", "7d", "0.5s", " 1M "]] == [
         90, 90, 900, 7200, 604800, 0.5, 60
@@ -70,13 +87,16 @@ def test_revision_changes_and_their_shape(url: str) -> None:
     put, delete = events(res)
     assert put["revision"] == 1 and put["table"] == "o" and put["op"] == "put" and put["version"] == 1
     assert put["key"] == {"id": 1} and put["row"] == {"id": 1, "s": "a", "b": "AAE="}  # JSON value rules
-    assert put["time"].endswith("+00:00")
-    assert {k: delete[k] for k in ("revision", "op", "key", "row", "version")} == {
-        "revision": 2, "op": "delete", "key": {"id": 1}, "row": None, "version": None
+    assert put["time"].endswith("+00:00") and put["created"] is True and put["expires"] is None
+    assert "prev" not in put and "initial" not in put  # only with --prev / watch --initial
+    assert {k: delete[k] for k in ("revision", "op", "key", "row", "version", "created")} == {
+        "revision": 2, "op": "delete", "key": {"id": 1}, "row": None, "version": None, "created": None
     }  # fmt: skip
+    assert res.lines() == [compact(put), compact(delete)]  # compact lines: no spaces
     assert events(kv(url, "changes")) == [put, delete]  # every change-fed table
     assert events(kv(url, "changes", "o", "--since", "1")) == [delete]
-    assert json.loads(kv(url, "changes", "o", "-o", "json").out) == [put, delete]
+    array = kv(url, "changes", "o", "-o", "json")
+    assert json.loads(array.out) == [put, delete] and array.out == compact([put, delete]) + "\n"
 
 
 def test_changes_pages_end_at_a_revision_and_say_how_to_continue(url: str) -> None:
@@ -130,12 +150,51 @@ def test_errors_and_exit_codes(url: str) -> None:
     assert_one_error(kv(url, "watch", "o", "--timeout", "soon"), 2)
     assert_one_error(kv(url, "watch", "o", "s=1", "--timeout", "1"), 2)  # not a key column
     assert_one_error(kv(url, "get", "o", "id=1", "--timeout", "1"), 2)  # --timeout needs --watch
+    for args in (["watch", "o", "--timeout", "1"], ["changes", "o"], ["get", "o", "id=1", "--watch", "--timeout", "1"]):
+        for form in ("csv", "tsv", "table"):
+            res = kv(url, *args, "-o", form)
+            assert_one_error(res, 2)
+            assert "-o json or -o ndjson" in res.err and res.out == ""
+        assert_one_error(kv(url, "-o", "csv", *args), 2)  # the global -o too
+    for args in (["watch", "o", "--timeout", "1"], ["changes", "o"]):
+        bad = kv(url, *args, "--ops", "put,update")
+        assert_one_error(bad, 2)
+        assert "put, delete, expire" in bad.err and "'update'" in bad.err
+    assert_one_error(kv(url, "watch", "o", "--progress", "0", "--timeout", "1"), 2)
+    assert_one_error(kv(url, "watch", "o", "--progress", "soon", "--timeout", "1"), 2)
+    assert_one_error(kv(url, "watch", "o", "--initial", "--since", "0", "--timeout", "1"), 2)
+
+
+def test_created_prev_and_ops(url: str) -> None:
+    kv(url, "put", "o", '{"id": 1, "s": "a"}')
+    kv(url, "put", "o", '{"id": 1, "s": "b"}')
+    kv(url, "delete", "o", "id=1")
+    kv(url, "put", "o", '{"id": 2, "s": "c"}', "--ttl", "0.01")  # expired before the sweep's process starts
+    assert kv(url, "table", "sweep", "o").out == "1\n"
+    got = events(kv(url, "changes", "o", "--prev"))
+    assert [(e["op"], e["created"], e["prev"]) for e in got] == [
+        ("put", True, None),
+        ("put", False, {"id": 1, "s": "a", "b": None}),
+        ("delete", None, {"id": 1, "s": "b", "b": None}),
+        ("put", True, None),
+        ("expire", None, {"id": 2, "s": "c", "b": None}),
+    ]
+    assert got[3]["expires"] is not None and got[4]["expires"] is None
+    assert events(kv(url, "changes", "o", "--ops", "delete,expire")) == [
+        {k: v for k, v in e.items() if k != "prev"} for e in got[2:5:2]
+    ]
+    watched = kv(url, "watch", "o", "--since", "0", "--ops", "expire,put", "--prev", "--timeout", "0.3")
+    assert events(watched) == [got[i] for i in (0, 1, 3, 4)]
+    keyed = kv(url, "watch", "o", "id=1", "--since", "0", "--ops", "delete", "--timeout", "0.3")
+    assert [e["revision"] for e in events(keyed)] == [3]
+    page = kv(url, "changes", "o", "--ops", "put", "--prev", "--limit", "1")
+    assert [e["revision"] for e in events(page)] == [1] and "kvctl changes o --prev --ops put --since 1" in page.err
 
 
 def test_watch_follows_other_processes_and_stops(url: str) -> None:
     kv(url, "put", "o", '{"id": 1}')
     watcher = spawn(url, "watch", "o", "--count", "3", "--timeout", "60")
-    time.sleep(1.0)  # it starts at the current revision: id 1 is not shown
+    assert ready(watcher) == 1  # it starts at the current revision: id 1 is not shown
     for i in (2, 3):
         kv(url, "put", "o", json.dumps({"id": i}))
     kv(url, "delete", "o", "id=2")
@@ -154,7 +213,7 @@ def test_watch_follows_other_processes_and_stops(url: str) -> None:
 def test_watch_lines_are_flushed_as_events_happen(url: str) -> None:
     watcher = spawn(url, "watch", "o", "--timeout", "60")
     try:
-        time.sleep(1.0)
+        ready(watcher)
         kv(url, "put", "o", '{"id": 7}')
         assert watcher.stdout is not None
         line = watcher.stdout.readline()  # arrives while the watcher keeps running
@@ -197,7 +256,7 @@ def test_watch_ends_quietly_on_a_closed_pipe(url: str) -> None:
         if proc.poll() is None:
             proc.kill()
     assert json.loads(first)["key"] == {"id": 0} and out == ""
-    assert "Traceback" not in err and err == ""
+    assert "Traceback" not in err and err == "watching o from revision 0\n"
     assert proc.returncode == 0
     assert ended < 20, ended  # ended by the closed pipe, not by --timeout
 
@@ -252,7 +311,7 @@ def test_watch_and_changes_on_postgres(tmp_path: Path, request: pytest.FixtureRe
     assert kv(url, "table", "create", "t", "--field", "id:long", "--pk", "id", "--changes").code == 0
     assert kv(url, "revision").out == "0\n"
     watcher = spawn(url, "watch", "t", "--count", "2", "--timeout", "60")
-    time.sleep(1.0)
+    assert ready(watcher) == 0
     kv(url, "put", "t", '{"id": 1}')
     kv(url, "delete", "t", "id=1")
     out, err = watcher.communicate(timeout=60)
@@ -262,3 +321,125 @@ def test_watch_and_changes_on_postgres(tmp_path: Path, request: pytest.FixtureRe
     assert kv(url, "changes", "compact", "--before", "2", "--yes").code == 0
     assert_one_error(kv(url, "changes", "t", "--since", "0"), 1)
     assert [e["op"] for e in events(kv(url, "changes", "t"))] == ["delete"]
+    kv(url, "put", "t", '{"id": 2}')
+    kv(url, "put", "t", '{"id": 2}')
+    assert [(e["created"], e["prev"]) for e in events(kv(url, "changes", "t", "--prev", "--ops", "put"))] == [
+        (True, None), (False, {"id": 2})
+    ]  # fmt: skip
+    start = kv(url, "watch", "t", "--initial", "--progress", "0.1", "--timeout", "0.3")
+    lines = events(start)
+    assert lines[:2] == [{**lines[0], "key": {"id": 2}, "initial": True, "revision": 4}, {"progress": 4}]
+    assert start.err == "watching t from revision 4\n"
+
+
+def test_watch_count_ends_at_a_revision_boundary(url: str) -> None:
+    three = "\n".join(json.dumps({"id": i}) for i in (1, 2, 3))  # one transaction, one revision of 3 events
+    watcher = spawn(url, "watch", "o", "--count", "2", "--timeout", "60")
+    assert ready(watcher) == 0
+    assert kv(url, "put", "o", "--file", "-", "--format", "ndjson", input=three).code == 0
+    kv(url, "put", "o", '{"id": 4}')
+    out, err = watcher.communicate(timeout=60)
+    assert watcher.returncode == 0, err
+    assert [(e["revision"], e["key"]["id"]) for e in map(json.loads, out.splitlines())] == [(1, 1), (1, 2), (1, 3)]
+    replay = kv(url, "watch", "o", "--since", "0", "--count", "1", "--timeout", "60")  # no wait for revision 2
+    assert [e["key"]["id"] for e in events(replay)] == [1, 2, 3]
+    filtered = kv(url, "watch", "o", "--since", "0", "--prefix", "id=2", "--count", "1", "--timeout", "0.3")
+    assert [e["key"]["id"] for e in events(filtered)] == [2]
+    # --count counts initial lines too, and a snapshot ends whole with its progress line
+    initial = kv(url, "watch", "o", "--initial", "--count", "2", "--timeout", "60")
+    assert [e.get("key", e) for e in events(initial)] == [{"id": 1}, {"id": 2}, {"id": 3}, {"id": 4}, {"progress": 2}]
+    assert all(e["revision"] == 2 and e["initial"] is True for e in events(initial)[:4])
+
+
+_WRITER = textwrap.dedent(
+    """
+    import os, sys, time, spi
+    with spi.connect(sys.argv[1]) as p:
+        t = p.table("o")
+        for i in range(20_000):
+            if os.path.exists(sys.argv[2]):
+                break
+            if i % 7 == 6:
+                t.delete({"id": (i * 3) % 40})
+            else:
+                t.upsert({"id": i % 40, "s": str(i)})
+            if i == 30:
+                print("writing", flush=True)
+            time.sleep(0.002)  # pacing: leave the watcher its turns at the database
+    """
+)
+
+
+def test_watch_initial_under_a_concurrent_writer(url: str, tmp_path: Path) -> None:
+    """The starting rows, then the live events after their revision, give exactly the
+    table as it ends: nothing missed or doubled between the snapshot and the feed."""
+    stop = tmp_path / "stop"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, url, str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    watcher = None
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "writing\n"
+        watcher = spawn(url, "watch", "o", "--initial", "--timeout", "2")
+        assert watcher.stdout is not None and watcher.stderr is not None
+        lines: list[dict[str, Any]] = []
+        after = None  # lines since the snapshot's progress line
+        while after is None or after < 20:  # the snapshot, then 20 live events
+            lines.append(json.loads(watcher.stdout.readline()))
+            after = 0 if "progress" in lines[-1] else None if after is None else after + 1
+        stop.touch()
+        assert writer.wait(60) == 0
+        lines += [json.loads(line) for line in watcher.stdout.read().splitlines()]  # ends 2 s after the writer
+        assert watcher.wait(60) == 0
+        err = watcher.stderr.read()
+    finally:
+        for proc in (writer, watcher):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+    cut = lines.index(next(line for line in lines if "progress" in line))
+    start = lines[cut]["progress"]
+    assert err == f"watching o from revision {start}\n"
+    rows = {e["key"]["id"]: e["row"] for e in lines[:cut]}
+    assert rows, "the snapshot saw the writer's first rows"
+    assert all(e["initial"] is True and e["revision"] == start and e["op"] == "put" for e in lines[:cut])
+    live = lines[cut + 1 :]
+    assert all("initial" not in e and "progress" not in e for e in live)
+    for e in live:
+        if e["op"] == "put":
+            rows[e["key"]["id"]] = e["row"]
+        else:
+            rows.pop(e["key"]["id"])
+    final = {r["id"]: r for r in events(kv(url, "scan", "o", "--all"))}
+    assert rows == final
+    assert [e["revision"] for e in live] == list(range(start + 1, int(kv(url, "revision").out) + 1))
+
+
+def test_watch_progress_then_resume_misses_nothing(url: str) -> None:
+    kv(url, "put", "o", '{"id": 1}')
+    watcher = spawn(url, "watch", "o", "--progress", "0.2", "--timeout", "60")
+    try:
+        assert ready(watcher) == 1
+        kv(url, "put", "o", '{"id": 2}')
+        assert watcher.stdout is not None
+        first = [json.loads(watcher.stdout.readline())]
+        while "progress" not in first[-1]:
+            first.append(json.loads(watcher.stdout.readline()))
+        progress = first.pop()["progress"]
+        assert [e["key"]["id"] for e in first] == [2] and progress >= 2
+        assert json.loads(watcher.stdout.readline()) == {"progress": progress}  # again, while nothing happens
+        watcher.send_signal(signal.SIGINT)
+        watcher.communicate(timeout=30)
+        assert watcher.returncode == 130
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+    kv(url, "put", "o", '{"id": 3}')
+    kv(url, "delete", "o", "id=2")
+    resumed = kv(url, "watch", "o", "--since", str(progress), "--count", "2", "--timeout", "60")
+    assert [e["revision"] for e in first + events(resumed)] == [
+        e["revision"] for e in events(kv(url, "changes", "o", "--since", "1"))
+    ]
+    assert [(e["op"], e["key"]["id"]) for e in events(resumed)] == [("put", 3), ("delete", 2)]
