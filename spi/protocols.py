@@ -308,6 +308,10 @@ class Provider(Protocol):
     def compact(self, revision: int) -> None:
         """Forget the events with revision <= ``revision``."""
 
+    def stats(self) -> dict[str, int]:
+        """Counts of what this provider's calls did since it was opened: conflict
+        retries, fast-path misses, lock waits, sweeps (:mod:`spi.stats`)."""
+
     def close(self) -> None:
         """Release connections and files; the provider is unusable afterwards."""
 

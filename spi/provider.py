@@ -8,6 +8,7 @@ auto-commit handle and context management are implemented here, once.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -26,12 +27,14 @@ from spi.protocols import Admin, Provider
 from spi.row import Page, Row
 from spi.scanning import merge_scans, transpose
 from spi.spec import TableSpec
+from spi.stats import Counters
 from spi.table import TableBase
 from spi.validate import check_batch_size, check_limit, check_projection
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 AUTOCOMMIT_PAGE = 1000
@@ -89,6 +92,13 @@ class ProviderBase(Provider, ABC):
     def __init__(self, url: str) -> None:
         self.url = url
         """The URL with any password masked as ``***``."""
+        self.counters = Counters()
+        """What this provider's calls did (:meth:`stats`)."""
+
+    def stats(self) -> dict[str, int]:
+        """Counts of retries, fast-path misses, waits and sweeps since the provider
+        was opened (the names: :data:`spi.stats.NAMES`, documented there)."""
+        return self.counters.snapshot()
 
     @property
     @abstractmethod
@@ -125,12 +135,15 @@ class ProviderBase(Provider, ABC):
             try:
                 with self.transaction() as tx:
                     return fn(tx)
-            except ConflictError:
+            except ConflictError as exc:
                 if attempt >= retries:
                     raise
                 import random  # only a retry needs it (1 ms of start-up otherwise)
 
-                time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))
+                pause = random.uniform(0, min(0.2, 0.002 * 2**attempt))
+                self.counters.add("conflict_retries")
+                log.debug("conflict (%s): retry %d of %d after %.1f ms", exc, attempt + 1, retries, pause * 1000)
+                time.sleep(pause)
                 attempt += 1
 
     def table(self, name: str) -> AutoCommitTable:
