@@ -21,5 +21,13 @@ def test_bench_smoke(tmp_path: Path) -> None:
         timeout=300,
     )
     assert result.returncode in (0, 1), result.stderr  # 1: a target missed at this tiny size
-    for what in ("load 2,000 rows", "auto-commit upserts", "one transaction", "watch latency across processes"):
+    for what in (
+        "load 2,000 rows",
+        "auto-commit upserts",
+        "one transaction",
+        "cost of prev on rocksdb",
+        "over existing rows (prev)",
+        "prev: the feed's cost over existing rows / over new keys",
+        "watch latency across processes",
+    ):
         assert what in result.stdout
