@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -22,6 +23,10 @@ STALE_PLAN = "0A000"
 ("cached plan must not change result type"), which fails on that connection until it
 is closed."""
 _UNAVAILABLE_CLASSES = ("08", "28", "53", "57", "3D")
+_AUTH_FAILURES = ("authentication failed", "no password supplied", "pg_hba.conf", "password is required")
+"""What libpq says of a refused login (a connection error carries no SQLSTATE)."""
+_LIBPQ_PREFIX = re.compile(r"^.*\bport \d+ failed:\s*")
+"""libpq's ``connection failed: connection to server at "H", port P failed:`` lead."""
 
 
 def _sqlstate(exc: BaseException) -> str | None:
@@ -60,6 +65,8 @@ def translate(exc: BaseException, where: str, secret: str | None = None) -> KvEr
         return LimitExceededError(f"value too large for PostgreSQL on {where}: {limit}")
     if state is not None and state.startswith("22"):
         return InvalidFieldError(f"value rejected by {where}: {reason}")
+    if _is_auth_failure(state, reason):
+        return ProviderUnavailableError(_auth_message(where, reason))
     if state == "57014":
         # query_canceled: a statement_timeout (the URL's or the server's) or an administrator
         return ProviderUnavailableError(f"PostgreSQL at {where} cancelled the statement: {reason}")
@@ -71,6 +78,31 @@ def translate(exc: BaseException, where: str, secret: str | None = None) -> KvEr
     if isinstance(exc, sa_exc.TimeoutError):
         return ProviderUnavailableError(f"no free connection to {where} (pool exhausted): {reason}")
     return KvError(f"PostgreSQL error on {where}: {reason}")
+
+
+def _is_auth_failure(state: str | None, reason: str) -> bool:
+    """Whether the server refused the login (bad user or password, no pg_hba.conf rule)."""
+    if state is not None:
+        return state.startswith("28")
+    lowered = reason.lower()
+    return any(words in lowered for words in _AUTH_FAILURES)
+
+
+def _auth_message(where: str, reason: str) -> str:
+    """``authentication failed for user 'U' at PostgreSQL HOST:PORT/DB``, with the
+    server's reason (never the password: ``where`` is the masked URL)."""
+    from urllib.parse import urlsplit
+
+    try:
+        url = urlsplit(where)
+        user, host, port, db = url.username, url.hostname, url.port, url.path.lstrip("/")
+    except ValueError:
+        user = host = None
+    if not user or not host:
+        return f"authentication failed at PostgreSQL {where}: {reason}"
+    server = _LIBPQ_PREFIX.sub("", reason).rsplit("FATAL:", 1)[-1].strip()
+    address = f"{host}:{port or 5432}/{db}"
+    return f"authentication failed for user {user!r} at PostgreSQL {address}: {server} (check the user and password)"
 
 
 @contextmanager
@@ -85,6 +117,11 @@ def wrapped(where: str, secret: str | None = None, verdict: Callable[[], str | N
         yield
     except (sa_exc.SQLAlchemyError, psycopg.Error) as exc:
         error = translate(exc, where, secret)
-        lost = verdict is not None and isinstance(error, ProviderUnavailableError) and _sqlstate(exc) is None
+        lost = (
+            verdict is not None
+            and isinstance(error, ProviderUnavailableError)
+            and _sqlstate(exc) is None
+            and not _is_auth_failure(None, _reason(exc, secret))
+        )
         reason = verdict() if lost and verdict is not None else None
         raise (ProviderUnavailableError(reason) if reason else error) from None
