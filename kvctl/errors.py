@@ -23,6 +23,8 @@ _USAGE_ERRORS = (
     spi_errors.WhereSyntaxError,
     spi_errors.UrlError,
 )
+TABLE_LIST_HINT = "(kvctl table list shows the tables)"
+"""What a missing table's error ends with (CLI.md), unless it already shows a command."""
 
 
 class CliError(Exception):
@@ -55,9 +57,12 @@ def exit_code_for(exc: BaseException) -> int:
 
 
 def message_for(exc: BaseException) -> str:
-    """The one-line message of an exception (unexpected ones name their type)."""
+    """The one-line message of an exception (unexpected ones name their type); a
+    missing table's ends with the command that lists the tables."""
     if isinstance(exc, (CliError, spi_errors.KvError)):
         text = str(exc)
+        if isinstance(exc, spi_errors.TableNotFoundError) and "kvctl " not in text and "; " not in text:
+            text = f"{text} {TABLE_LIST_HINT}"
     elif isinstance(exc, KeyboardInterrupt):
         text = "interrupted"
     else:

@@ -14,7 +14,7 @@ import typer
 import spi
 from kvctl import options
 from kvctl.common import typed_values
-from kvctl.errors import NOT_DONE, CliError
+from kvctl.errors import NOT_DONE, CliError, message_for
 from kvctl.groups import Command
 from kvctl.output import OutputFormat, print_document
 from kvctl.state import get_state
@@ -164,7 +164,7 @@ def txn(
 
 
 def _failed(fmt: OutputFormat, index: int, cause: Exception) -> None:
-    reason = " ".join(str(cause).split())
+    reason = message_for(cause)
     print_document(
         fmt if fmt is OutputFormat.json else OutputFormat.ndjson, {"ok": False, "failed_op": index, "reason": reason}
     )
