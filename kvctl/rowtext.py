@@ -12,13 +12,14 @@ these builders only make a row's line in fewer Python steps:
   break, or a delimiter inside a value) is left to :mod:`csv`, so the output is
   exactly ``csv.writer``'s (excel / excel-tab dialects, ``\\n`` line ends).
   :func:`csv_lines` makes a whole chunk of such lines in one generated comprehension.
+- :func:`with_versions`: rows with their ``_version`` and ``_expires_at`` (``--versions``).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kvctl.render import field, json_row
@@ -39,6 +40,13 @@ def _as_dict(row: Mapping[str, Any]) -> Mapping[str, Any]:
     if type(row) is Row:
         row = row.mapping
     return row if type(row) is dict else dict(row)
+
+
+def with_versions(rows: Iterable[Row]) -> Iterator[dict[str, Any]]:
+    """Each row's values, then its ``_version`` and ``_expires_at`` (a timestamp, or
+    None for a row that never expires: printed as ISO 8601, or null / an empty field)."""
+    for row in rows:
+        yield {**row.to_dict(), "_version": row.version, "_expires_at": row.expires_at}
 
 
 def json_line(types: Mapping[str, FieldType] | None) -> Callable[[Mapping[str, Any]], bytes]:

@@ -132,7 +132,7 @@ def test_scan_ranges_filters_and_formats(kv: Kvctl) -> None:
     by_total = ndjson(kv.ok("scan", "orders", "--order-by", "status", "--desc", "--keys-only").out)
     assert by_total[0] == {"region": "us", "id": 8} and set(by_total[0]) == {"region", "id"}
     versions = ndjson(kv.ok("scan", "orders", "--columns", "total", "--versions", "--limit", "1").out)
-    assert versions == [{"region": "eu", "id": 1, "total": 1.5, "_version": 1}]
+    assert versions == [{"region": "eu", "id": 1, "total": 1.5, "_version": 1, "_expires_at": None}]
     assert kv.ok("scan", "orders", "--count", "--prefix", "region=us").out == "5\n"
     assert kv.ok("count", "orders", "--where", "status = 'open'").out == "6\n"
     as_json = json.loads(kv.ok("scan", "orders", "-o", "json").out)

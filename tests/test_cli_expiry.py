@@ -110,7 +110,16 @@ def test_versions_show_the_expiry(kv: Kvctl) -> None:
     got = json.loads(kv.ok("get", "s", "k=a", "--versions", "-o", "json").out)
     assert got["_version"] == 1 and got["_expires_at"].endswith("+00:00")
     assert "_expires_at" not in json.loads(kv.ok("get", "s", "k=b", "--versions", "-o", "json").out)
-    assert "_expires_at" not in kv.ok("scan", "s", "--versions", "-o", "csv").out  # the table has no ttl
+    # scan shows every row's expiry, on a table without a ttl too (put --ttl gave row a one)
+    rows = [json.loads(line) for line in kv.ok("scan", "s", "--versions", "-o", "ndjson").lines()]
+    assert [list(r) for r in rows] == [["k", "v", "_version", "_expires_at"]] * 2
+    assert rows[0]["_expires_at"] == got["_expires_at"] and rows[1]["_expires_at"] is None
+    assert json.loads(kv.ok("scan", "s", "--versions", "-o", "json").out)[1]["_expires_at"] is None
+    assert "_expires_at" in kv.ok("scan", "s", "--versions", "-o", "table").out
+    lines = kv.ok("scan", "s", "--versions", "--keys-only", "-o", "csv").out.splitlines()
+    assert lines[0] == "k,_version,_expires_at" and lines[1] == f"a,1,{got['_expires_at']}" and lines[2] == "b,1,"
     kv.ok("table", "alter", "s", "--ttl", "1d")
+    kv.ok("put", "s", '{"k": "c", "v": 3}')
     lines = kv.ok("scan", "s", "--versions", "-o", "csv").out.splitlines()
     assert lines[0] == "k,v,_version,_expires_at" and lines[2] == "b,2,1,"
+    assert lines[3].startswith("c,3,1,20") and lines[3].endswith("+00:00")

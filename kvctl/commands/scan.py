@@ -15,6 +15,7 @@ from kvctl.errors import CliError
 from kvctl.groups import Command
 from kvctl.keys import build_range, prefix_as_like
 from kvctl.output import RowPrinter, print_value
+from kvctl.rowtext import with_versions
 from kvctl.state import get_state
 from spi.planner import check_order_by
 from spi.types import FieldType
@@ -41,7 +42,7 @@ def scan(
     all_rows: Annotated[bool, typer.Option("--all", help="Stream every row (no limit).")] = False,
     after: Annotated[str | None, typer.Option("--after", help="Continue after this token (printed on stderr).")] = None,
     versions: Annotated[
-        bool, typer.Option("--versions", help="Add each row's _version (and _expires_at on a table with a ttl).")
+        bool, typer.Option("--versions", help="Add each row's _version and _expires_at (null: never expires).")
     ] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Print how the scan would run, read nothing.")] = False,
     count: Annotated[bool, typer.Option("--count", help="Print only the number of matching rows.")] = False,
@@ -81,14 +82,10 @@ def scan(
         rows = pages.rows()
     shown = [c for c in spec.columns if cols is None or c in cols or spec.is_key(c)]
     types = {c: spec.type_of(c) for c in shown}
-    if versions:
-        # A table with a ttl shows each row's expiry too (rows of other tables rarely have one).
-        types |= {"_version": FieldType.LONG} | ({"_expires_at": FieldType.TIMESTAMP} if spec.ttl else {})
+    if versions:  # each row's version and expiry (null: never; put --ttl gives one on any table)
+        types |= {"_version": FieldType.LONG, "_expires_at": FieldType.TIMESTAMP}
     printer = RowPrinter(get_state(ctx).output_format(output), list(types), types=types)
-    if versions and spec.ttl:
-        printer.add_all({**row.to_dict(), "_version": row.version, "_expires_at": row.expires_at} for row in rows)
-    else:
-        printer.add_all(({**row.to_dict(), "_version": row.version} for row in rows) if versions else rows)
+    printer.add_all(with_versions(rows) if versions else rows)
     printer.close()
     paging.continue_hint(printer.count, None if pages is None else pages.token)
     if printer.count == 0 and after is None and limit != 0:
