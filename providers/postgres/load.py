@@ -74,8 +74,10 @@ def load_batch(
     span = _span(batch, keys)
     # A batch COPYed as new in one go meets no row, expired or not: its key range is
     # scanned for expired rows (a scan that grows with the table) only when its COPY
-    # fails on a taken key, or when it takes several.
-    if len(set(keys)) < len(keys) or (len(groups) > 1 and table.expired_between(span)):
+    # fails on a taken key, or when it takes several. A change-fed batch of several
+    # groups (a partial upsert's column sets) goes row by row: its events need each
+    # row's prev, which only a single group's failed COPY hands back to that path.
+    if len(set(keys)) < len(keys) or (len(groups) > 1 and (written is not None or table.expired_between(span))):
         sequential(batch.dicts(), mode)
         return
     returned: list[Any] | None = None if written is None else []
@@ -146,11 +148,12 @@ def _load_group(
     expired: Callable[[], bool] | None,
 ) -> bool:
     """One group of a batch (tuples of ``columns``, the version, and the expiry when
-    ``expiring``); ``returned`` (when not None) gets the rows written: the rows as
-    given when the group is the whole batch, complete and inserted as it is (then
-    True), else as the table holds them (every column, then the version and the
-    expiry). Raises :class:`_MetExpired`, having written nothing, when a key is taken
-    and ``expired`` (if given) says the batch's key range holds an expired row."""
+    ``expiring``); ``returned`` (when not None: a change-fed batch, which is one
+    group) gets the rows inserted: as given when they are complete (then True), else
+    every column, then the version and the expiry. Raises :class:`_MetExpired`, having
+    written nothing, when a key is taken and ``expired`` (if given) says the batch's
+    key range holds an expired row, or, for a change-fed batch, whenever a key is
+    taken (its events need each row's prev: the per-row path gives them)."""
     tail = [VERSION, EXPIRES] if expiring else [VERSION]
     types = [*(TYPE_NAMES[spec.type_of(c)] for c in columns), "int8", *(["timestamptz"] if expiring else [])]
     if _copied_as_new(tx, target, [*columns, *tail], types, rows):
@@ -180,10 +183,7 @@ def _load_group(
         values[VERSION] = stmt.excluded[VERSION] if kept else target.c[VERSION] + 1
         values[EXPIRES] = stmt.excluded[EXPIRES] if expiring else None
         stmt = stmt.on_conflict_do_update(index_elements=[target.c[k] for k in spec.primary_key], set_=values)
-    if returned is None:
-        tx.execute(stmt)
-    else:
-        returned.extend(tx.execute(stmt.returning(*target.c)).fetchall())
+    tx.execute(stmt)  # not change-fed: a fed batch over taken keys went row by row (see the raise above)
     return False
 
 

@@ -375,9 +375,7 @@ class PgTable(NativeWrites):
         written = {key_of(spec, s.values): s for s in map(self._sql.stored, rows)}
         for key in keys:
             stored = written[(key,) if one else key]
-            # A bulk write over taken keys keeps no prev; version 1 is a new row (docs/changes.md).
-            created = stored.version == 1
-            event = put_event(
-                spec, (key,) if one else key, stored.values, stored.version, stored.expires, None, created
-            )
+            # Only a batch COPYed as new gets here (load_batch sends a change-fed batch
+            # that meets a taken key row by row): every row is an insert, without prev.
+            event = put_event(spec, (key,) if one else key, stored.values, stored.version, stored.expires, None, True)
             self._events.append(event)
