@@ -80,11 +80,20 @@ async def wait_for(pilot: Any, what: str, condition: Callable[[], object], timeo
 
 
 def screen_text(app: DashboardApp) -> str:
-    """The text on the terminal, line by line (from a screenshot: what the user sees)."""
-    lines: dict[float, list[str]] = {}
-    for y, text in re.findall(r'<text [^>]*\by="([\d.]+)"[^>]*>(.*?)</text>', app.export_screenshot()):
-        lines.setdefault(float(y), []).append(html.unescape(text).replace("\xa0", " "))
-    return "\n".join("".join(parts) for _, parts in sorted(lines.items()))
+    """The text on the terminal, line by line (from a screenshot: what the user sees).
+    Each piece of text is placed at its column (a screenshot leaves out the blanks
+    between styled pieces: a dim ``null`` and the next cell would seem to touch)."""
+    svg = app.export_screenshot()
+    char = re.search(r'<text [^>]*\bx="([\d.]+)"[^>]*\btextLength="([\d.]+)"[^>]*>([^<]+)</text>', svg)
+    width = float(char.group(2)) / len(html.unescape(char.group(3))) if char else 12.2
+    lines: dict[float, str] = {}
+    pattern = r'<text [^>]*\bx="([\d.]+)"[^>]*\by="([\d.]+)"[^>]*>(.*?)</text>'
+    for x, y, text in re.findall(pattern, svg):
+        piece = html.unescape(text).replace("\xa0", " ")
+        line = lines.get(float(y), "")
+        column = max(round(float(x) / width), len(line))  # wide characters: never overlap
+        lines[float(y)] = line.ljust(column) + piece
+    return "\n".join(line.rstrip() for _, line in sorted(lines.items()))
 
 
 def status_line(app: DashboardApp) -> str:

@@ -141,9 +141,10 @@ class DashboardApp(App[None]):
 
     # ------------------------------------------------------------------ shared keys
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """``q`` does not quit from a dialog (a form's typing would be lost); ctrl+q does."""
+        """In a dialog ``q`` does not quit (a form's typing would be lost; ctrl+q does) and
+        ``?`` is not help (both are typed into its fields): neither shows in its footer."""
         dialog = isinstance(self.screen, ModalScreen) and not isinstance(self.screen, CommandPalette)
-        return not (action == "quit" and dialog)
+        return not (action in ("quit", "help") and dialog)
 
     def action_help(self) -> None:
         """Show every key of the current screen."""

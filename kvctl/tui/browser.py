@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import spi
-from kvctl.keys import parse_key
+from kvctl.errors import CliError
+from kvctl.keys import parse_words
 from spi import textvalues
 from spi.filters import evaluate
 
@@ -87,8 +88,9 @@ class PageView:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        """Every column, in declaration order."""
-        return self.spec.columns
+        """Every column: the key columns first (in key order), then the others in
+        declaration order."""
+        return key_first(self.spec)
 
     @property
     def first_row(self) -> int | None:
@@ -109,7 +111,33 @@ class Cursor:
     line: int = 0
     key: tuple[Any, ...] | None = None
     missing: str | None = None
-    """A note for when the key is not on the page."""
+    """A note for when the key (or the prefix) is not on the page."""
+    prefix: tuple[Any, ...] | None = None
+    """Go to key with the first key values only: the cursor goes to the first row; the
+    note shows if that row does not start with them."""
+
+    def target(self) -> tuple[Any, ...] | None:
+        """The key or key prefix the cursor looks for."""
+        return self.key if self.key is not None else self.prefix
+
+    def found(self, spec: spi.TableSpec, rows: list[spi.Row]) -> bool:
+        """True if what the cursor looks for is on ``rows`` (or it looks for nothing)."""
+        if self.key is not None:
+            return any(key_of(spec, row) == self.key for row in rows)
+        if self.prefix is not None:
+            return bool(rows) and at_prefix(spec, rows[0], self.prefix)
+        return True
+
+
+def exists(table: spi.Table, spec: spi.TableSpec, prefix: tuple[Any, ...]) -> bool:
+    """True if a row's key is, or starts with, ``prefix`` (no filter)."""
+    rng = spi.Range.prefix(dict(zip(spec.primary_key, prefix)))
+    return bool(table.scan_page(rng, limit=1, columns=[]).rows)
+
+
+def key_first(spec: spi.TableSpec) -> tuple[str, ...]:
+    """The columns of ``spec`` as the dashboard shows them: key columns first."""
+    return (*spec.primary_key, *(c for c in spec.columns if not spec.is_key(c)))
 
 
 def read_page(table: spi.Table, spec: spi.TableSpec, query: Query, position: Position, size: int) -> PageView:
@@ -143,11 +171,73 @@ def next_position(view: PageView) -> Position | None:
 
 
 def jump_position(spec: spi.TableSpec, words: list[str]) -> tuple[Position, tuple[Any, ...]]:
-    """The position that starts at the key given as ``col=value`` words, and the key
-    (raises :class:`kvctl.errors.CliError` or :class:`spi.KvError` for bad words)."""
-    key = parse_key(spec, words)
-    values = tuple(key[c] for c in spec.primary_key)
-    return Position(anchor=values, pages=((None, None),)), values
+    """The position that starts at the key, or key prefix (the leftmost key columns),
+    given as ``col=value`` words, and the key or prefix values (raises
+    :class:`kvctl.errors.CliError` or :class:`spi.KvError` for bad words)."""
+    if not words:
+        raise CliError(f"give the key, or its first columns: {' '.join(f'{c}=…' for c in spec.primary_key)}")
+    given = parse_words(spec, words, "key")
+    extra = [c for c in given if not spec.is_key(c)]
+    if extra:
+        raise CliError(f"{extra[0]!r} is not a key column of {spec.name!r} (key: {', '.join(spec.primary_key)})")
+    values = []
+    for column in spec.primary_key:
+        if column not in given:
+            break
+        values.append(given[column])
+    if len(values) < len(given):
+        missing = spec.primary_key[len(values)]
+        raise CliError(f"give the key from its first column: {missing}=… comes before the columns after it")
+    prefix = tuple(values)
+    return Position(anchor=prefix, pages=((None, None),)), prefix
+
+
+def at_prefix(spec: spi.TableSpec, row: Mapping[str, Any], prefix: tuple[Any, ...]) -> bool:
+    """True if ``row``'s key starts with ``prefix`` (a whole key, or its first values)."""
+    return key_of(spec, row)[: len(prefix)] == prefix
+
+
+NUMBERS = frozenset({spi.FieldType.INT, spi.FieldType.LONG, spi.FieldType.FLOAT, spi.FieldType.DOUBLE})
+"""The numeric column types."""
+
+
+def filter_example(spec: spi.TableSpec, row: Mapping[str, Any] | None = None) -> str:
+    """A ``--where`` clause for this table, to show in its filter's placeholder: a
+    string column equal to a value and a numeric column above one, the values taken
+    from ``row`` (a row of the table, e.g. the first one shown) where it has them, else
+    made up; columns other than the key, and columns with a value, first."""
+    values = row or {}
+    order = (*(c for c in spec.columns if not spec.is_key(c)), *spec.primary_key)
+    strings = [c for c in order if spec.type_of(c) is spi.FieldType.STRING]
+    numbers = [c for c in order if spec.type_of(c) in NUMBERS]
+
+    def usable_text(value: Any) -> bool:
+        return isinstance(value, str) and 0 < len(value) <= 16 and value.isprintable()
+
+    def usable_number(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) and abs(value) < 1e15
+
+    parts = []
+    if strings:
+        column = next((c for c in strings if usable_text(values.get(c))), strings[0])
+        text = values[column] if usable_text(values.get(column)) else "text"
+        parts.append(f"{column} = '{text.replace(chr(39), chr(39) * 2)}'")
+    if numbers:
+        column = next((c for c in numbers if usable_number(values.get(c))), numbers[0])
+        parts.append(f"{column} > {values[column] if usable_number(values.get(column)) else 0}")
+    if not parts:
+        return f"{spec.columns[-1]} is not null"
+    example = " and ".join(parts)
+    try:
+        spi.parse_where(example, spec)
+    except spi.KvError:  # a value the syntax cannot take back as written: made-up values
+        return filter_example(spec)
+    return example
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 row``, ``2 rows``, ``1,200 rows``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def key_of(spec: spi.TableSpec, row: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -156,7 +246,7 @@ def key_of(spec: spi.TableSpec, row: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def key_words(spec: spi.TableSpec, key: tuple[Any, ...] | Mapping[str, Any]) -> str:
-    """A key (values, or a row) as ``col=value`` words, as messages show keys (and as
+    """A key (values, or its first values, or a row) as ``col=value`` words, as messages show keys (and as
     go to key reads them back)."""
     return textvalues.key_words(spec, key if isinstance(key, tuple) else key_of(spec, key))
 
@@ -198,14 +288,19 @@ __all__ = [
     "PageView",
     "Position",
     "Query",
+    "at_prefix",
     "count_change",
     "counted",
     "delete_row",
+    "exists",
+    "filter_example",
     "insert_row",
     "jump_position",
+    "key_first",
     "key_of",
     "key_words",
     "next_position",
+    "plural",
     "previous_position",
     "read_page",
     "update_row",

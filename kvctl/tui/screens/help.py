@@ -20,7 +20,13 @@ Filter (/): the --where syntax of kvctl scan, e.g.  status = 'open' and total > 
   region in ('eu', 'us'),  note is null,  name like 'A%',  id between 1 and 9.
   Enter applies, an empty filter shows every row, up/down walk the history.
 Go to (g): the key as col=value words, as on the command line:  region=eu id=42
-  (quote values with spaces: name='New York'). Jumping shows the rows in key order.
+  (quote values with spaces: name='New York'), or its first columns (region=eu: the
+  first row at or after them). Jumping shows the rows in key order; under a filter,
+  a key the filter hides is said to be hidden, and the matching rows after it show.
+Forms (a, e, create, alter): typing goes into the first field, Enter moves to the
+  next field and saves on the last, ctrl+s saves from anywhere, esc cancels.
+Info (i): row count, size, change events per minute, every column's nulls, min and
+  max, and a histogram of a numeric column.
 Values read as typed on the command line: null, b64:... bytes, ISO 8601 timestamps.
 Live (w): on a table with a change feed, rows change as writes commit (in any
   process): ● changed, + new, ✗ deleted, marked for {MARK_SECONDS:g} s; the header shows the

@@ -5,19 +5,19 @@ numbers, ``true``/``false``, ISO 8601 timestamps, ``b64:`` bytes); bool columns 
 true/false choice; nullable columns a ``null`` box. The form saves itself, in a worker:
 an insert for a new row, an update at the version shown for an edit. When the save
 fails the form stays open with everything typed and the error; when the row changed
-meanwhile it offers to reload it (keeping the fields the user edited).
+meanwhile it offers to reload it (keeping the fields the user edited). Keys: see
+:mod:`kvctl.tui.screens.forms` (first field focused, ``ctrl+s``, Enter, ``esc``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 import spi
@@ -25,6 +25,7 @@ from kvctl.errors import message_for
 from kvctl.render import word
 from kvctl.tui.browser import insert_row, key_of, key_words, update_row
 from kvctl.tui.screens.dialogs import ConfirmScreen
+from kvctl.tui.screens.forms import FormScreen
 from kvctl.tui.session import Session, error_text
 from spi.textvalues import parse_word, require_key_text
 
@@ -37,6 +38,10 @@ PLACEHOLDERS = {
     spi.FieldType.BYTES: "b64:base64",
     spi.FieldType.TIMESTAMP: "2024-05-01T12:00:00Z",
 }
+
+
+FORM_CHROME = 14
+"""Lines of the row form that are not its fields: title, error, keys, buttons, borders."""
 
 
 @dataclass(frozen=True)
@@ -60,13 +65,8 @@ def field_value(spec: spi.TableSpec, column: str, text: str, null: bool) -> Any:
     return parse_word(spec, column, text)
 
 
-class RowFormScreen(ModalScreen[Saved | None]):
+class RowFormScreen(FormScreen[Saved | None]):
     """Add a row (``row`` None) or edit one; dismisses with :class:`Saved`, or None."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "save", "Save", key_display="^s"),
-        Binding("escape", "cancel", "Cancel", key_display="esc"),
-    ]
 
     def __init__(self, session: Session, spec: spi.TableSpec, row: spi.Row | None) -> None:
         super().__init__()
@@ -78,14 +78,27 @@ class RowFormScreen(ModalScreen[Saved | None]):
 
     def on_mount(self) -> None:
         """Changes from now on are the user's."""
+        self._fit(self.app.size.height)
         self.call_after_refresh(setattr, self, "_ready", True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Keep title, keys and buttons on screen: the fields scroll."""
+        self._fit(event.size.height)
+
+    def _fit(self, height: int) -> None:
+        self.query_one("#form-fields").styles.max_height = max(5, int(height * 0.9) - FORM_CHROME)
 
     def _title(self) -> str:
         if self._row is None:
             return f"New row in {self._spec.name}"
         return f"Edit {self._spec.name}: {key_words(self._spec, self._row)} (version {self._row.version})"
 
-    def compose(self) -> ComposeResult:
+    def fields(self) -> list[Widget]:
+        """One input or choice per column, in the spec's order."""
+        return [self.query_one(f"#field-{c}") for c in self._spec.columns]
+
+    def compose_form(self) -> ComposeResult:
+        """A label, an input (or a true/false choice), a null box and an error line per column."""
         spec, row = self._spec, self._row
         with Vertical(classes="dialog -wide", id="form"):
             yield Label(self._title(), classes="title", id="form-title")
@@ -116,6 +129,7 @@ class RowFormScreen(ModalScreen[Saved | None]):
                             yield Checkbox("null", value=value is None, id=f"null-{f.name}")
                     yield Static("", classes="field-error", id=f"error-{f.name}")
             yield Static("", classes="error", id="form-error")
+            yield self.keys_hint()
             with Horizontal(classes="buttons"):
                 yield Button("Save", variant="primary", id="save")
                 yield Button("Reload", variant="warning", id="reload", classes="-hidden")

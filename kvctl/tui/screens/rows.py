@@ -32,10 +32,13 @@ from kvctl.tui.browser import (
     Query,
     count_change,
     delete_row,
+    exists,
+    filter_example,
     jump_position,
     key_of,
     key_words,
     next_position,
+    plural,
     previous_position,
     read_page,
 )
@@ -44,6 +47,7 @@ from kvctl.tui.export import export_rows
 from kvctl.tui.history import FilterHistory
 from kvctl.tui.screens.detail import RowDetailScreen, SpecScreen, row_json
 from kvctl.tui.screens.dialogs import ConfirmScreen, ExportScreen, OrderScreen, PromptScreen
+from kvctl.tui.screens.info import InfoScreen
 from kvctl.tui.screens.live import WATCH_HELP, LiveScreen
 from kvctl.tui.screens.row_form import RowFormScreen, Saved
 from kvctl.tui.session import Session, error_text
@@ -69,6 +73,7 @@ class RowsScreen(LiveScreen):
         Binding("e", "edit", "Edit", tooltip="Edit the row under the cursor"),
         Binding("d", "delete", "Delete", tooltip="Delete the row under the cursor (asks first)"),
         Binding("s", "spec", "Spec", tooltip="Show the table's spec"),
+        Binding("i", "info", "Info", tooltip="Table info: rows, size, changes per minute, column stats, a histogram"),
         Binding("g", "goto", "Go to", tooltip="Go to a key (col=value words)"),
         Binding("o", "order", "Order", tooltip="Order by the key or an index"),
         Binding("r", "refresh", "Refresh", tooltip="Read the page and count again (keeps filter, order, position)"),
@@ -92,6 +97,7 @@ class RowsScreen(LiveScreen):
         self._busy_timer: Timer | None = None
         self._page_size = 0
         self._last_read = 0.0
+        self._example_of: spi.TableSpec | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -160,12 +166,28 @@ class RowsScreen(LiveScreen):
             if previous:
                 position = previous_position(table, spec, query, position, size)
             view = read_page(table, spec, query, position, size)
+            cursor = self._hidden(table, view, cursor)
         except Exception as exc:
             if not worker.is_cancelled:
                 self.app.call_from_thread(self._failed, exc)
             return
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show, view, cursor)
+
+    @staticmethod
+    def _hidden(table: spi.Table, view: PageView, cursor: Cursor) -> Cursor:
+        """Go to key under a filter: a key that exists but does not match the filter is
+        said to be hidden by it (not missing). Runs in the page's worker."""
+        target = cursor.target()
+        if target is None or view.position.anchor != target:  # not a jump (a save, a refresh)
+            return cursor
+        if not cursor.missing or not view.query.where_text or cursor.found(view.spec, view.rows):
+            return cursor
+        if not exists(table, view.spec, target):
+            return cursor
+        words = key_words(view.spec, target)
+        note = f"{words} is hidden by the filter (/ and an empty filter shows every row); showing the matching rows after it"
+        return replace(cursor, missing=note)
 
     def _failed(self, exc: Exception) -> None:
         if not self.is_attached:
@@ -184,6 +206,9 @@ class RowsScreen(LiveScreen):
             self._load(view.position, Cursor(line=10**9), previous=True)  # the page emptied: step back
             return
         self.spec, self.view, self.position = view.spec, view, view.position
+        if self._example_of is not view.spec and (view.rows or self._example_of is None):
+            self._example_of = view.spec  # once per spec: paging does not change the example
+            self.filter_bar.show_example(filter_example(view.spec, view.rows[0] if view.rows else None))
         self.live_page(view, self._page_size)
         if self._count_of(view.query) is None and (self._counting is None or self._counting[0] != view.query):
             self._counting = (view.query, 0)
@@ -202,6 +227,8 @@ class RowsScreen(LiveScreen):
                 line = keys.index(cursor.key)
             elif cursor.missing:
                 self.notify(cursor.missing)
+        elif cursor.missing and not cursor.found(view.spec, view.rows):
+            self.notify(cursor.missing)
         self.grid.show_rows(view.columns, view.spec.primary_key, view.rows, line, self.live_labels())
         self._show_status()
 
@@ -217,11 +244,14 @@ class RowsScreen(LiveScreen):
         if not shown:
             rows = ("no rows match" if view.query.where_text else "no rows") if view.at_start else "no rows here"
         elif view.first_row is None:
-            rows = f"{shown:,} rows from {key_words(view.spec, view.rows[0])}"
+            rows = f"{plural(shown, 'row')} from {key_words(view.spec, view.rows[0])}"
         else:
-            rows = f"rows {view.first_row:,}\u2013{view.first_row + shown - 1:,}"
+            last = view.first_row + shown - 1
+            rows = f"row {last:,}" if shown == 1 else f"rows {view.first_row:,}\u2013{last:,}"
         total = self._count_of(view.query)
-        if total is not None:
+        if not shown and view.at_start:
+            pass  # "no rows": nothing to count
+        elif total is not None:
             rows += f" of {total:,}"
         elif self._counting is not None and self._counting[0] == view.query:
             rows += f" of {self._counting[1]:,}+ (counting…)" if self._counting[1] else " (counting…)"
@@ -233,7 +263,7 @@ class RowsScreen(LiveScreen):
         if view.query.order != Order():
             parts.append(f"order by {view.query.order.label}")
         if self._exporting is not None:
-            parts.append(f"exporting… {self._exporting:,} rows")
+            parts.append(f"exporting… {plural(self._exporting, 'row')}")
         if self.live is not None:
             parts.append(self._live_text())
         self.query_one("#status", Static).update(" · ".join(parts))
@@ -342,7 +372,8 @@ class RowsScreen(LiveScreen):
         self.app.push_screen(OrderScreen(self.spec, self.rows_query.order), chosen)
 
     def action_goto(self) -> None:
-        """Ask for a key and show the rows from there (in key order)."""
+        """Ask for a key, or its first columns, and show the rows from there (in key
+        order): the cursor on the key's row, or on the first row at or after the prefix."""
         spec = self.spec
         if spec is None:
             return
@@ -357,11 +388,16 @@ class RowsScreen(LiveScreen):
             if self.rows_query.order != Order():
                 self.rows_query = replace(self.rows_query, order=Order())
                 self.notify("showing key order: go to key works in key order")
-            note = f"no row {key_words(spec, key)}; showing the rows after it"
-            self._load(position, Cursor(key=key, missing=note))
+            if len(key) == len(spec.primary_key):
+                note = f"no row {key_words(spec, key)}; showing the rows after it"
+                self._load(position, Cursor(key=key, missing=note))
+            else:
+                note = f"no row with {key_words(spec, key)}; showing the rows after it"
+                self._load(position, Cursor(prefix=key, missing=note))
 
         placeholder = " ".join(f"{column}=…" for column in spec.primary_key)
-        self.app.push_screen(PromptScreen("Go to key (col=value words)", check, placeholder=placeholder), chosen)
+        title = "Go to key (col=value words; the first key columns go to the first row at or after them)"
+        self.app.push_screen(PromptScreen(title, check, placeholder=placeholder), chosen)
 
     def action_refresh(self) -> None:
         """Read the spec, the page and the count again; filter, order, position and cursor stay."""
@@ -472,6 +508,11 @@ class RowsScreen(LiveScreen):
         if self.spec is not None:
             self.app.push_screen(SpecScreen(self.spec))
 
+    def action_info(self) -> None:
+        """Show the table info view."""
+        if self.spec is not None:
+            self.app.push_screen(InfoScreen(self.session, self.spec))
+
     def action_back(self) -> None:
         """Back to the table list."""
         self.dismiss(None)
@@ -520,7 +561,7 @@ class RowsScreen(LiveScreen):
         except Exception as exc:
             self.app.call_from_thread(self._exported, f"export failed: {error_text(exc)}", "error")
             return
-        self.app.call_from_thread(self._exported, f"exported {written:,} rows to {path} ({fmt})", "information")
+        self.app.call_from_thread(self._exported, f"exported {plural(written, 'row')} to {path} ({fmt})", "information")
 
     def _export_progress(self, n: int) -> None:
         self._exporting = n

@@ -3,7 +3,8 @@
 The dialogs take what ``kvctl table create/alter`` take (``col:type`` fields, a key
 list, indexes) and build the spec with the same code (:mod:`kvctl.specs`). Each does
 its write in a worker and stays open with the error when it fails; drop asks for the
-table's name first.
+table's name first. Keys: see :mod:`kvctl.tui.screens.forms` (first field focused,
+``ctrl+s``, Enter, ``esc``).
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Input, Label, Static
 from textual.widgets.button import ButtonVariant
 
 import spi
 from kvctl import specs
 from kvctl.durations import describe_seconds, parse_ttl
+from kvctl.tui.screens.forms import FormScreen
 from kvctl.tui.session import Session, error_text
 
 
@@ -30,10 +32,8 @@ def words(text: str) -> list[str]:
     return [w for w in text.replace(",", " ").split() if w]
 
 
-class _AdminDialog(ModalScreen[str | None]):
+class _AdminDialog(FormScreen[str | None]):
     """A dialog that runs one admin call in a worker and dismisses with the table name."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", key_display="esc")]
 
     def __init__(self, session: Session) -> None:
         super().__init__()
@@ -41,6 +41,7 @@ class _AdminDialog(ModalScreen[str | None]):
 
     def _buttons(self, label: str, variant: ButtonVariant = "primary") -> ComposeResult:
         yield Static("", classes="error", id="admin-error")
+        yield self.keys_hint()
         with Horizontal(classes="buttons"):
             yield Button(label, variant=variant, id="run")
             yield Button("Cancel", id="cancel")
@@ -67,6 +68,10 @@ class _AdminDialog(ModalScreen[str | None]):
         self._fail(text)
         self.notify(text, severity="error")
 
+    def fields(self) -> list[Widget]:
+        """The dialog's inputs, top to bottom (Enter passes the boxes: space ticks them)."""
+        return list(self.query(Input))
+
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
         """Close; nothing was changed."""
@@ -76,7 +81,8 @@ class _AdminDialog(ModalScreen[str | None]):
 class CreateTableScreen(_AdminDialog):
     """A new table from fields, a key and indexes (as ``kvctl table create --field``)."""
 
-    def compose(self) -> ComposeResult:
+    def compose_form(self) -> ComposeResult:
+        """Name, fields, key, indexes, ttl and the change-feed box."""
         with Vertical(classes="dialog -wide"):
             yield Label("Create a table", classes="title")
             yield Input(placeholder="name", id="create-name")
@@ -88,9 +94,8 @@ class CreateTableScreen(_AdminDialog):
             yield Static("types: int long float double string bytes bool timestamp", classes="hint")
             yield from self._buttons("Create")
 
-    @on(Input.Submitted)
     @on(Button.Pressed, "#run")
-    def submit(self, event: Any) -> None:
+    def action_save(self) -> None:
         """Build the spec (errors shown at once) and create the table."""
         name = self.query_one("#create-name", Input).value.strip()
         fields = words(self.query_one("#create-fields", Input).value)
@@ -115,7 +120,8 @@ class AlterTableScreen(_AdminDialog):
         super().__init__(session)
         self._spec = spec
 
-    def compose(self) -> ComposeResult:
+    def compose_form(self) -> ComposeResult:
+        """The current spec, then fields and indexes to add, indexes to drop, ttl and feed."""
         spec = self._spec
         with Vertical(classes="dialog -wide"):
             yield Label(f"Alter table {spec.name}", classes="title")
@@ -135,9 +141,8 @@ class AlterTableScreen(_AdminDialog):
             yield Checkbox("record a change feed", value=spec.changes, id="alter-changes")
             yield from self._buttons("Alter")
 
-    @on(Input.Submitted)
     @on(Button.Pressed, "#run")
-    def submit(self, event: Any) -> None:
+    def action_save(self) -> None:
         """Build the new spec and apply it (an incompatible change is refused, unchanged)."""
         add_fields = words(self.query_one("#alter-fields", Input).value)
         add_indexes = words(self.query_one("#alter-add-indexes", Input).value)
@@ -159,13 +164,16 @@ class AlterTableScreen(_AdminDialog):
 class DropTableScreen(_AdminDialog):
     """Drop a table and its rows, once its name is typed."""
 
-    AUTO_FOCUS = "#drop-name"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "save", "Drop", key_display="^s", tooltip="Drop the table (once its name is typed)"),
+    ]
 
     def __init__(self, session: Session, name: str) -> None:
         super().__init__(session)
         self._table = name
 
-    def compose(self) -> ComposeResult:
+    def compose_form(self) -> ComposeResult:
+        """The question and the name to type."""
         with Vertical(classes="dialog -danger"):
             yield Label(f"Drop table {self._table}?", classes="title")
             yield Static("This deletes the table and all its rows. Type its name to confirm.", classes="hint")
@@ -181,9 +189,8 @@ class DropTableScreen(_AdminDialog):
         """Enable Drop when the typed name matches."""
         self.query_one("#run", Button).disabled = event.value != self._table
 
-    @on(Input.Submitted, "#drop-name")
     @on(Button.Pressed, "#run")
-    def submit(self, event: Any) -> None:
+    def action_save(self) -> None:
         """Drop the table, if its name was typed."""
         if self.query_one("#drop-name", Input).value != self._table:
             self._fail(f"type {self._table} to drop it")

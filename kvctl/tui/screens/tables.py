@@ -141,7 +141,7 @@ class TablesScreen(Screen[None]):
 
     def _counted(self, name: str, count: int | None, counting: int | None) -> None:
         if name in self.specs:
-            self.grid.update_cell(name, "rows", count_text(count, counting))
+            self.grid.update_cell(name, "rows", count_text(count, counting), update_width=True)
 
     @on(DataTable.RowSelected, "#tables")
     def open_table(self, event: DataTable.RowSelected) -> None:

@@ -17,6 +17,11 @@ from textual.widgets import Input, Static
 from kvctl.tui.history import HistoryCursor
 
 
+def placeholder(example: str) -> str:
+    """The filter's placeholder: an example clause (``example``) and the keys."""
+    return f"filter: {example or '--where syntax'}   (Enter applies, ↑↓ history, empty clears)"
+
+
 class WhereInput(Input):
     """The where-clause input: up/down walk the history, escape leaves it."""
 
@@ -67,12 +72,12 @@ class FilterBar(Vertical):
         self._history = history
 
     def compose(self) -> ComposeResult:
-        yield WhereInput(
-            self._history,
-            placeholder="filter: status = 'open' and total > 10   (Enter applies, ↑↓ history, empty clears)",
-            id="where",
-        )
+        yield WhereInput(self._history, placeholder=placeholder(""), id="where")
         yield Static("", id="where-error")
+
+    def show_example(self, example: str) -> None:
+        """Show ``example`` (a where-clause of this table) in the empty input."""
+        self.input.placeholder = placeholder(example)
 
     @property
     def input(self) -> WhereInput:

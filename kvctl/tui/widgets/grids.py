@@ -19,6 +19,8 @@ from kvctl.tui.live import CHANGED, DELETED, NEW
 
 MAX_CELL = 40
 """Characters of a value shown in a cell (the row detail shows all of it)."""
+KEY_MARK = "⚷"
+"""Marks the header of a key column (key columns come first, in bold)."""
 MARKS = {CHANGED: ("●", "bold yellow"), NEW: ("+", "bold green"), DELETED: ("✗", "bold red")}
 """The label of a row the live view marks: what happened to it (see :mod:`kvctl.tui.live`)."""
 
@@ -29,6 +31,11 @@ def cell(value: Any) -> Text:
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 1] + "…"
     return Text(text, style="dim" if value is None else "", no_wrap=True)
+
+
+def header(name: str, is_key: bool) -> Text:
+    """A column's header: a key column bold and marked with :data:`KEY_MARK`."""
+    return Text(f"{KEY_MARK} {name}", style="bold") if is_key else Text(name)
 
 
 class TablesGrid(DataTable[Any]):
@@ -99,15 +106,15 @@ class RowsGrid(DataTable[Any]):
         cursor: int,
         marks: list[str | None] | None = None,
     ) -> None:
-        """Replace the grid's content by ``rows`` (mappings of ``columns``; key columns in
-        bold headers) and put the cursor on row ``cursor``. ``marks`` (the live view)
+        """Replace the grid's content by ``rows`` (mappings of ``columns``; key columns
+        marked, :func:`header`) and put the cursor on row ``cursor``. ``marks`` (the live view)
         labels each row with what happened to it (:data:`MARKS`; None: nothing), and
         strikes through the rows deleted."""
-        current = tuple(str(c.label) for c in self.columns.values())
+        current = tuple(str(k.value) for k in self.columns)
         if current != columns:
             self.clear(columns=True)
             for name in columns:
-                self.add_column(Text(name, style="bold" if name in keys else ""), key=name)
+                self.add_column(header(name, name in keys), key=name)
         else:
             self.clear()
         if marks is None:

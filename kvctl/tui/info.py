@@ -1,0 +1,190 @@
+"""What the table info view (``i``) shows, computed without UI code (each function
+blocks; the info screen calls them from thread workers), in bounded memory:
+
+- :func:`column_stats`: the row count and every column's nulls, min and max, from
+  one ``table.aggregate`` call (numbers, timestamps and strings; ``bool`` and
+  ``bytes`` columns, which ``aggregate`` takes no statistics of, get their nulls
+  counted with ``count(where="c is null")`` and no min/max).
+- :func:`scan_sizes`: one streamed scan of the rows adding up the bytes of their
+  values (strings and bytes their length in UTF-8/bytes, numbers and timestamps 8,
+  bool 1): the size of the data whatever the store, with no provider call the SPI
+  lacks. :func:`store_bytes` adds, for an embedded store (a RocksDB directory), the
+  bytes of its files on disk (every table's).
+- :func:`histogram`: a numeric column's values counted into :data:`BUCKETS` equal
+  buckets between its min and max, over a streamed scan of that column only.
+- :func:`change_rate`: a change-fed table's events per minute over the last
+  :data:`MINUTES` minutes, streamed from its feed and counted into one bucket a
+  minute (events outside the window are only skipped).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import spi
+from kvctl.tui.browser import NUMBERS
+from spi.aggregate import STAT_TYPES, ColumnStats
+
+BUCKETS = 10
+"""Bars of a histogram."""
+MINUTES = 60
+"""Minutes of change events the sparkline shows (the last hour, one bar a minute)."""
+UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def human_bytes(size: int) -> str:
+    """``512 B``, ``1.5 KiB``, ``3.2 GiB``."""
+    value = float(size)
+    for unit in UNITS:
+        if value < 1024 or unit == UNITS[-1]:
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column's nulls, min and max (None: not taken for its type, or no value)."""
+
+    name: str
+    type: spi.FieldType
+    nulls: int
+    min: Any = None
+    max: Any = None
+
+
+def numeric_columns(spec: spi.TableSpec) -> list[str]:
+    """The columns a histogram can be drawn of, in the spec's order."""
+    return [f.name for f in spec.fields if f.type in NUMBERS]
+
+
+def column_stats(table: spi.Table, spec: spi.TableSpec) -> tuple[int, list[Column]]:
+    """The row count and every column's statistics (in the spec's order)."""
+    stat_columns = [f.name for f in spec.fields if f.type in STAT_TYPES]
+    (group,) = table.aggregate(columns=stat_columns)
+    columns = []
+    for f in spec.fields:
+        stats: ColumnStats | None = group.stats.get(f.name)
+        if stats is not None:
+            columns.append(Column(f.name, f.type, stats.nulls, stats.min, stats.max))
+        else:
+            nulls = table.count(where=spi.parse_where(f"{f.name} is null", spec)) if not spec.is_key(f.name) else 0
+            columns.append(Column(f.name, f.type, nulls))
+    return group.count, columns
+
+
+def value_bytes(value: Any) -> int:
+    """The bytes one value takes as data (see the module docstring)."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    if isinstance(value, bool):
+        return 1
+    return 8
+
+
+def scan_sizes(rows: Iterable[spi.Row]) -> int:
+    """The bytes of the values of ``rows`` (streamed)."""
+    return sum(sum(value_bytes(v) for v in row.values()) for row in rows)
+
+
+def store_bytes(url: str) -> int | None:
+    """The bytes on disk of an embedded store's directory (every table), or None for a
+    store that is not a local directory (a server, memory)."""
+    scheme, _, rest = url.partition(":")
+    if scheme != "rocksdb":
+        return None
+    path = Path(rest.removeprefix("//").partition("?")[0]).expanduser()
+    if not path.is_dir():
+        return None
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(folder) / name).stat().st_size
+            except OSError:  # a file compaction just removed
+                continue
+    return total
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """A column's values in equal buckets from ``low`` to ``high`` (``counts[i]``: the
+    values in bucket i; the last bucket includes ``high``); ``nan`` and ``infinite``
+    values are counted apart."""
+
+    column: str
+    low: float
+    high: float
+    counts: tuple[int, ...]
+    nan: int = 0
+    infinite: int = 0
+
+    def bounds(self, i: int) -> tuple[float, float]:
+        """The low and high value of bucket ``i``."""
+        step = (self.high - self.low) / len(self.counts)
+        return self.low + i * step, self.low + (i + 1) * step
+
+
+def histogram(
+    values: Iterable[Any], column: str, low: Any, high: Any, keep_going: Callable[[], bool] = lambda: True
+) -> Histogram | None:
+    """The :class:`Histogram` of ``values`` between ``low`` and ``high`` (the column's
+    min and max; None: no value), streamed; None if ``keep_going()`` turned False."""
+    if low is None or high is None:
+        return Histogram(column, 0.0, 0.0, ())
+    lo, hi = float(low), float(high)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return Histogram(column, lo, hi, ())
+    buckets = BUCKETS if hi > lo else 1
+    counts = [0] * buckets
+    nan = infinite = 0
+    for n, value in enumerate(values):
+        if n % 10_000 == 0 and not keep_going():
+            return None
+        if value is None:
+            continue
+        number = float(value)
+        if math.isnan(number):
+            nan += 1
+        elif math.isinf(number):
+            infinite += 1
+        else:
+            at = 0 if hi == lo else int((number - lo) / (hi - lo) * buckets)
+            counts[min(max(at, 0), buckets - 1)] += 1
+    return Histogram(column, lo, hi, tuple(counts), nan, infinite)
+
+
+def change_rate(
+    provider: spi.Provider, table: str, now: dt.datetime | None = None, keep_going: Callable[[], bool] = lambda: True
+) -> list[int] | None:
+    """Change events of ``table`` per minute over the last :data:`MINUTES` minutes,
+    oldest first (streamed from the feed: memory is the buckets); None if
+    ``keep_going()`` turned False."""
+    now = now or dt.datetime.now(dt.UTC)
+    start = now - dt.timedelta(minutes=MINUTES)
+    counts = [0] * MINUTES
+    since = 0
+    while True:
+        try:
+            for n, event in enumerate(provider.changes(table, since=since)):
+                if n % 10_000 == 0 and not keep_going():
+                    return None
+                since = event.revision
+                if event.time >= start:
+                    minute = int((event.time - start).total_seconds() // 60)
+                    counts[min(minute, MINUTES - 1)] += 1
+            return counts
+        except spi.RevisionCompactedError as exc:  # the oldest events are gone: from the first kept
+            if exc.oldest <= since:
+                raise
+            since = exc.oldest
