@@ -1,6 +1,6 @@
 """Snapshots of the dashboard's main screens (pytest-textual-snapshot): the table list,
-rows, a filter error, row detail, the edit form, the spec, help, the order picker and
-the live view.
+rows, a filter error, row detail, the edit form, the spec, help, the order picker, the
+info view and the live view.
 Update them after a deliberate change with ``pytest tests/test_dashboard_snapshots.py
 --snapshot-update`` and look at the report."""
 
@@ -90,3 +90,7 @@ def test_live_view(snap_compare: Any) -> None:
         await settle(pilot.app, pilot)
 
     assert snap_compare(make_app(provider), terminal_size=SIZE, run_before=run_before)
+
+
+def test_info_view(snap_compare: Any) -> None:
+    assert snap_compare(app_on("orders"), terminal_size=(120, 45), run_before=then("i"))
