@@ -93,6 +93,7 @@ def test_copy_carries_each_rows_expiry(tmp_path: Path) -> None:
     assert want["a"][1] is not None
 
 
+@pytest.mark.timing
 def test_get_watch_prints_null_when_the_row_expires(tmp_path: Path) -> None:
     url = f"rocksdb://{tmp_path}/db"
     assert run_process("--url", url, "table", "create", "s", "--field", "k:string", "--pk", "k", "--changes").code == 0

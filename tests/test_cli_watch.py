@@ -226,6 +226,7 @@ def test_watch_lines_are_flushed_as_events_happen(url: str) -> None:
             watcher.kill()
 
 
+@pytest.mark.timing
 def test_watch_ends_quietly_on_a_closed_pipe(url: str) -> None:
     for i in range(3):
         kv(url, "put", "o", json.dumps({"id": i}))

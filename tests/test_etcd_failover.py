@@ -48,6 +48,7 @@ def test_calls_continue_when_the_leader_dies(cluster: Any, etcd_factory: Callabl
     assert t.read((1,))["n"] == 10 and t.count() == 21 and p.admin.verify("t") == []
 
 
+@pytest.mark.timing
 def test_without_quorum_calls_fail_within_the_timeout_and_write_nothing(
     cluster: Any, etcd_factory: Callable[..., Any]
 ) -> None:

@@ -51,6 +51,7 @@ def _url(base: str, **query: object) -> str:
     return base + (sep + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
 
 
+@pytest.mark.timing
 def test_commands_against_a_stopped_server_exit_3_within_the_connect_timeout(frozen: ThrowawayPostgres) -> None:
     """``table list`` and ``get`` (the catalog path and the one-statement read), side by
     side: each waits for the connect timeout by itself."""
@@ -70,6 +71,7 @@ def test_commands_against_a_stopped_server_exit_3_within_the_connect_timeout(fro
         assert CONNECT_TIMEOUT <= elapsed < CONNECT_TIMEOUT + SLACK, elapsed
 
 
+@pytest.mark.timing
 def test_connect_timeout_in_the_url_is_honoured(frozen: ThrowawayPostgres) -> None:
     frozen.freeze()
     kv = Kvctl(_url(frozen.url, connect_timeout=1))  # libpq waits whole seconds, at least 2
@@ -81,6 +83,7 @@ def test_connect_timeout_in_the_url_is_honoured(frozen: ThrowawayPostgres) -> No
     assert 1 <= elapsed < CONNECT_TIMEOUT - 1, elapsed  # well before the default
 
 
+@pytest.mark.timing
 def test_arrow_scan_connections_have_the_connect_timeout(frozen: ThrowawayPostgres) -> None:
     import pyarrow as pa
 
@@ -103,6 +106,7 @@ def _locked(pg_server: Any, schema: str, table: str) -> psycopg.Connection[Any]:
     return conn
 
 
+@pytest.mark.timing
 def test_statement_timeout_cancels_a_waiting_statement(pg_server: Any, pg_factory: Callable[..., Any]) -> None:
     p = pg_factory()
     p.admin.create(spi.TableSpec("T", [spi.Field("k", "long")], ["k"]))
@@ -200,6 +204,7 @@ def _read_in_transaction(p: Any) -> Any:
         return tx.table("T").read((1,))
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("read", [lambda p: p.table("T").read((1,)), _read_in_transaction])
 def test_a_server_hung_with_connections_open_is_noticed(
     frozen: ThrowawayPostgres, opened: Any, read: Callable[[Any], Any]
@@ -216,6 +221,7 @@ def test_a_server_hung_with_connections_open_is_noticed(
     assert read(opened)["k"] == 1  # the provider recovers with the server
 
 
+@pytest.mark.timing
 def test_a_statement_in_a_transaction_on_a_hung_server_says_so(frozen: ThrowawayPostgres, opened: Any) -> None:
     with pytest.raises(spi.ProviderUnavailableError) as error, opened.transaction() as tx:
         table = tx.table("T")

@@ -65,6 +65,7 @@ def test_four_processes_increment_one_counter(tmp_path: Path) -> None:
         assert p.table("c").read(("hits",))["n"] == 1000
 
 
+@pytest.mark.timing
 def test_busy_path_waits_then_fails_with_unavailable(tmp_path: Path) -> None:
     url = f"rocksdb://{tmp_path}/db"
     with spi.connect(url) as p:
@@ -125,6 +126,7 @@ def test_idle_provider_does_not_block_other_processes(tmp_path: Path) -> None:
         idle.communicate()
 
 
+@pytest.mark.timing
 def test_a_waiting_process_gets_its_turn_during_another_ones_bulk_load(tmp_path: Path) -> None:
     """A bulk load commits one batch after another, preparing the next batch between
     them; a process waiting for the path gets it within the loader's quantum (0.05 s)

@@ -1,11 +1,11 @@
-"""RocksDB specifics: isolation, durability, drop, verify on real corruption, URLs."""
+"""RocksDB specifics: durability, drop, verify on real corruption, URLs (isolation,
+rollback and read-modify-write are the kit's, spi/testing/conformance/isolation.py)."""
 
 from __future__ import annotations
 
 import os
 import re
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -33,89 +33,6 @@ def _raw(path: str) -> Any:
 
     handle_for(path).close_if_idle()
     return rocksdict.Rdict(path, rocksdict.Options(raw_mode=True))
-
-
-def test_read_modify_write_threads_lose_no_update(url: str) -> None:
-    p = spi.connect(url)
-    p.admin.create(ACCOUNTS)
-    p.table("acct").upsert({"k": 1, "bal": 0})
-
-    def work() -> None:
-        for _ in range(50):
-            with p.transaction() as tx:
-                t = tx.table("acct")
-                bal = t.read((1,))["bal"]
-                time.sleep(0)  # invite a thread switch between read and write
-                t.upsert({"k": 1, "bal": bal + 1})
-
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert p.table("acct").read((1,))["bal"] == 200
-    p.close()
-
-
-def test_reader_sees_invariant_while_writers_move_money(url: str) -> None:
-    p = spi.connect(url)
-    p.admin.create(ACCOUNTS)
-    p.table("acct").load({"k": i, "bal": 100, "tag": f"t{i % 3}"} for i in range(20))
-    stop = threading.Event()
-    sums: list[int] = []
-
-    def writer(seed: int) -> None:
-        i = seed
-        while not stop.is_set():
-            with p.transaction() as tx:
-                t = tx.table("acct")
-                t.increment((i % 20,), "bal", -3)
-                t.increment(((i * 7 + 1) % 20,), "bal", 3)
-            i += 1
-
-    writers = [threading.Thread(target=writer, args=(s,)) for s in range(2)]
-    for w in writers:
-        w.start()
-    for _ in range(30):
-        with p.transaction() as tx:
-            sums.append(sum(r["bal"] for r in tx.table("acct").scan()))
-    stop.set()
-    for w in writers:
-        w.join()
-    assert set(sums) == {2000}
-    assert p.admin.verify("acct") == []
-    p.close()
-
-
-def test_uncommitted_writes_are_invisible_and_rollback_discards(url: str) -> None:
-    p = spi.connect(url)
-    p.admin.create(ACCOUNTS)
-    p.table("acct").upsert({"k": 1, "bal": 10})
-    seen: list[Any] = []
-    inside = threading.Event()
-
-    def other() -> None:
-        inside.wait()
-        seen.append(p.table("acct").read((1,))["bal"])  # waits until the transaction ends
-
-    th = threading.Thread(target=other)
-    th.start()
-    with pytest.raises(RuntimeError), p.transaction() as tx:
-        tx.table("acct").upsert({"k": 1, "bal": 99})
-        assert tx.table("acct").read((1,))["bal"] == 99  # read-your-own-writes
-        inside.set()
-        time.sleep(0.2)
-        raise RuntimeError("roll back")
-    th.join()
-    assert seen == [10]
-    p.close()
-
-
-def test_nested_transaction_in_one_thread_is_an_error(url: str) -> None:
-    p = spi.connect(url)
-    with p.transaction(), pytest.raises(KvError, match="already open"):
-        p.transaction()
-    p.close()
 
 
 def test_data_survives_reopen_and_nothing_is_held_after_close(url: str, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from spi.capabilities import Capability
 from spi.changes import Change, Progress, check_watch, watching
 from spi.errors import ConflictError
 from spi.keys import KeyLike
+from spi.nesting import ThreadTransactions
 from spi.provider import ProviderBase, TransactionBase
 from spi.sweeper import BackgroundSweeper
 
@@ -48,6 +49,7 @@ class PostgresProvider(ProviderBase):
         self._admin = PgAdmin(self._db)
         self._retention = settings.changes_retention
         self._sweeper = BackgroundSweeper(self.sweep_expired, settings.sweep_interval, self.counters)
+        self._transactions = ThreadTransactions(self.url)
 
     @property
     def store_id(self) -> str:
@@ -78,9 +80,12 @@ class PostgresProvider(ProviderBase):
         self, *, isolation: str | None = None, exclusive: bool = False, read_only: bool = False
     ) -> PgTransaction:
         """A new SERIALIZABLE transaction (or ``isolation``, ``read_only``); ``exclusive``
-        first waits for the schema's retry lock."""
+        first waits for the schema's retry lock. One open transaction per thread
+        (:mod:`spi.nesting`)."""
         self._sweeper.start()
-        return begin(self._db, isolation=isolation, exclusive=exclusive, read_only=read_only)
+        return self._transactions.begin(
+            lambda: begin(self._db, isolation=isolation, exclusive=exclusive, read_only=read_only)
+        )
 
     def run(self, fn: Callable[[TransactionBase], T], retries: int = 10) -> T:
         """Run ``fn(tx)``, retrying on :class:`ConflictError` (re-raised after ``retries``).

@@ -13,6 +13,7 @@ from spi.kv.feed import FeedSettings
 from spi.kv.layout import LayoutCache
 from spi.kv.store import OrderedStore, StoreSession
 from spi.kv.transaction import KvTransaction
+from spi.nesting import ThreadTransactions
 from spi.provider import ProviderBase
 from spi.sweeper import DEFAULT_SWEEP_INTERVAL, BackgroundSweeper
 
@@ -38,6 +39,7 @@ class KvProvider(ProviderBase):
         self.layouts = LayoutCache()
         """Decoded table layouts, shared by this provider's transactions and reads."""
         self._admin: KvAdmin | None = None
+        self._transactions = ThreadTransactions(self.url)
         self.closed = False
         """True once :meth:`close` ran (every call then fails)."""
         self._sweeper = BackgroundSweeper(self.sweep_expired, sweep_interval, self.counters)
@@ -54,7 +56,11 @@ class KvProvider(ProviderBase):
     def transaction(self) -> KvTransaction:
         """A new serializable transaction (waits for exclusive access)."""
         self._sweeper.start()
-        return KvTransaction(self.session(), self.layouts, self._feed)
+        return self._transactions.begin(lambda: KvTransaction(self._transaction_session(), self.layouts, self._feed))
+
+    def _transaction_session(self) -> StoreSession:
+        """The session a new transaction runs on (etcd: one that guesses the generation)."""
+        return self.session()
 
     def session(self, read_only: bool = False) -> StoreSession:
         """Exclusive access to the store (waits up to the busy timeout); ``read_only``:

@@ -2,7 +2,7 @@
 area, each a mixin class a provider may also run alone (with :class:`ConformanceBase`).
 
 Groups that need more than the core contract are gated by capability
-(:mod:`spi.testing.requirements`): threads, processes, durability, verify and the
+(:mod:`spi.testing.requirements`): threads (and isolation's thread tests), processes, durability, verify and the
 change-feed groups (changes, watch, change processes, change durability), and
 expiry (expiry, expiry with a change feed, sweeps of a frozen table), durability of a
 frozen table.
@@ -18,6 +18,7 @@ from spi.testing.conformance.feedviews import ChangeViewTests
 from spi.testing.conformance.filters import FilterTests
 from spi.testing.conformance.freeze import FreezeDurabilityTests, FreezeExpiryTests, FreezeTests
 from spi.testing.conformance.indexes import IndexTests
+from spi.testing.conformance.isolation import IsolationTests
 from spi.testing.conformance.limits import LimitTests
 from spi.testing.conformance.loads import LoadTests
 from spi.testing.conformance.overwrites import OverwriteChangeTests, OverwriteExpiryTests
@@ -45,6 +46,7 @@ class ConformanceTests(
     LoadTests,
     CopyTests,
     TransactionTests,
+    IsolationTests,
     ThreadTests,
     ProcessTests,
     DurabilityTests,
@@ -86,6 +88,7 @@ __all__ = [
     "FreezeExpiryTests",
     "FreezeTests",
     "IndexTests",
+    "IsolationTests",
     "LimitTests",
     "LoadTests",
     "OverwriteChangeTests",

@@ -1,4 +1,5 @@
-"""Transactions: commit, rollback, run with retries, scans and transaction ends."""
+"""Transactions: commit, rollback, run with retries, scans and transaction ends, and
+a transaction opened inside another on the same thread."""
 
 from __future__ import annotations
 
@@ -114,3 +115,19 @@ class TransactionTests:
             next(it)
         with pytest.raises(KvError):
             list(it)
+
+    def test_a_transaction_inside_another_on_one_thread_is_refused(self, provider: Any, orders: Any) -> None:
+        """docs/spi.md, "Transactions": opening a transaction (or ``run``) from a thread
+        that has one open on the provider raises KvError at once, naming the cure; the
+        outer transaction is untouched and commits, and once it ends the thread may
+        open the next one."""
+        with provider.transaction() as tx:
+            tx.table("orders").upsert({"region": "zz", "id": 1})
+            with pytest.raises(KvError, match="already open"), provider.transaction() as inner:
+                inner.table("orders").upsert({"region": "zz", "id": 2})
+            with pytest.raises(KvError, match="already open"):
+                provider.run(lambda inner: inner.table("orders").upsert({"region": "zz", "id": 3}))
+            tx.table("orders").upsert({"region": "zz", "id": 4})
+        assert [r["id"] for r in orders.scan(Range.prefix(("zz",)))] == [1, 4]
+        with provider.transaction() as tx:
+            assert tx.table("orders").read(("zz", 4)) is not None

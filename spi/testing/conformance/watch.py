@@ -61,9 +61,7 @@ class WatchTests:
 
     def test_watch_ends_after_a_quiet_timeout(self, provider: Any) -> None:
         fed_orders(provider).upsert({"region": "eu", "id": 1})
-        start = time.monotonic()
         assert [e.revision for e in provider.watch("orders", since=0, timeout=0.3)] == [1]
-        assert 0.25 <= time.monotonic() - start < 3
 
     def test_watch_filters_by_key_and_prefix(self, provider: Any) -> None:
         t = fed_orders(provider)
@@ -78,12 +76,10 @@ class WatchTests:
         t = fed_orders(provider)
         t.upsert({"region": "eu", "id": 1})
         dropper = later(0.2, lambda: provider.admin.drop("orders"))
-        start = time.monotonic()
-        with pytest.raises(TableNotFoundError):
+        with pytest.raises(TableNotFoundError):  # not the end of the quiet timeout
             for _ in provider.watch("orders", timeout=10):
                 pass
         dropper.join()
-        assert time.monotonic() - start < 5
 
     def test_turning_the_feed_off_ends_its_watchers(self, provider: Any) -> None:
         fed_orders(provider)
@@ -137,7 +133,7 @@ _WRITER = textwrap.dedent(
                 p.table("orders").upsert({"region": name, "id": i})
     """
 )
-_STAMPER = textwrap.dedent(
+STAMPER = textwrap.dedent(
     """
     import sys, time, spi
     with spi.connect(sys.argv[1]) as p:
@@ -146,28 +142,32 @@ _STAMPER = textwrap.dedent(
             p.table("orders").upsert({"region": "x", "id": i, "total": time.time()})
     """
 )
+"""A process writing N rows of ``orders`` 0.15 s apart, each stamped with its write
+time (``time.time()``) in ``total``: argv URL N."""
 
 
 @requires(Capability.CHANGES, Capability.PROCESSES)
 class ChangeProcessTests:
-    """Other processes' commits reach a watcher within a second; a reader that resumes
-    from the last revision it saw misses and repeats nothing."""
+    """Other processes' commits reach a live watcher; a reader that resumes from the
+    last revision it saw misses and repeats nothing. (How fast they reach it is a
+    timing test of kvctl's own, tests/test_watch_timing.py: the kit asserts no
+    durations.)"""
 
-    def test_a_watch_sees_another_process_within_a_second(self, provider: Any, provider_url: str) -> None:
+    def test_a_watch_sees_another_process(self, provider: Any, provider_url: str) -> None:
         fed_orders(provider)
         n = 8
-        writer = subprocess.Popen([sys.executable, "-c", _STAMPER, provider_url, str(n)], stderr=subprocess.PIPE)
-        delays = []
+        writer = subprocess.Popen([sys.executable, "-c", STAMPER, provider_url, str(n)], stderr=subprocess.PIPE)
+        ids: list[int] = []
         try:
             for event in provider.watch("orders", timeout=20):
-                assert event.row is not None
-                delays.append(time.time() - event.row["total"])
-                if len(delays) == n:
+                assert event.row is not None and event.op == "put"
+                ids.append(event.key["id"])
+                if len(ids) == n:
                     break
         finally:
             _, err = writer.communicate(timeout=60)
         assert writer.returncode == 0, err.decode(errors="replace")
-        assert len(delays) == n and max(delays) < 1.0, delays
+        assert ids == list(range(n))
 
     def test_writer_processes_and_a_resuming_reader(self, provider: Any, provider_url: str) -> None:
         fed_orders(provider)
