@@ -19,7 +19,8 @@ from spi.errors import KvError
 
 
 class _Ending(Protocol):
-    ended: bool
+    @property
+    def finished(self) -> bool: ...
 
 
 TX = TypeVar("TX", bound=_Ending)
@@ -36,7 +37,7 @@ class ThreadTransactions:
         """``make()`` a new transaction, unless this thread has one open here."""
         held: weakref.ref[_Ending] | None = getattr(self._local, "tx", None)
         current = held() if held is not None else None
-        if current is not None and not current.ended:
+        if current is not None and not current.finished:
             raise KvError(
                 f"a transaction is already open on {self._what} in this thread; "
                 "use that transaction instead of opening another one"

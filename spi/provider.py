@@ -69,6 +69,12 @@ class TransactionBase(ABC):
             handle = self._tables[name] = self._open_table(name)
         return handle
 
+    @property
+    def finished(self) -> bool:
+        """True once the transaction's ``with`` block has ended (committed, rolled
+        back, or failed to commit)."""
+        return self._done
+
     def __enter__(self) -> Self:
         return self
 
@@ -130,11 +136,20 @@ class ProviderBase(Provider, ABC):
     def run(self, fn: Callable[[TransactionBase], T], retries: int = 10) -> T:
         """Run ``fn(tx)`` in a transaction, retrying on :class:`ConflictError`
         with jittered exponential backoff; re-raises after ``retries`` retries."""
+
+        def attempt() -> T:
+            with self.transaction() as tx:
+                return fn(tx)
+
+        return self.retried(attempt, retries)
+
+    def retried(self, fn: Callable[[], T], retries: int = 10) -> T:
+        """``fn()``, called again on :class:`ConflictError` as :meth:`run` retries
+        (counted and logged); for a call that opens its own transactions."""
         attempt = 0
         while True:
             try:
-                with self.transaction() as tx:
-                    return fn(tx)
+                return fn()
             except ConflictError as exc:
                 if attempt >= retries:
                     raise
