@@ -3,6 +3,7 @@ one-request limits and load pieces (a real 3-member cluster, tests/etcd_cluster.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -54,11 +55,17 @@ def test_a_range_read_conflicts_with_an_insert_into_it(etcd_factory: Callable[..
     it; serializable means the second commit fails."""
     p = etcd_factory()
     p.admin.create(SPEC)
-    with pytest.raises(ConflictError), p.transaction() as b:
-        assert b.table("t").count() == 0
+
+    def first() -> None:  # on another thread: a thread opens one transaction at a time
         with p.transaction() as a:
             assert a.table("t").count() == 0
             a.table("t").upsert({"k": 1, "v": "a"})
+
+    with pytest.raises(ConflictError), p.transaction() as b:
+        assert b.table("t").count() == 0
+        thread = threading.Thread(target=first)
+        thread.start()
+        thread.join()
         b.table("t").upsert({"k": 2, "v": "b"})
     assert [r["k"] for r in p.table("t").scan()] == [1]
 

@@ -10,11 +10,13 @@ from providers.etcd.client import EtcdClient
 from providers.etcd.store import EtcdStore
 from providers.etcd.url import EtcdUrl, parse_url
 from spi.capabilities import Capability
-from spi.kv import KvProvider
+from spi.errors import FrozenTableError, IncompatibleSchemaError, InvalidFieldError, SchemaError
+from spi.keys import KeyLike
+from spi.kv import KvProvider, StoreSession
 from spi.kv.admin import KvAdmin
 from spi.kv.autocommit import KvAutoCommitTable
 from spi.kv.layout import Layout
-from spi.provider import AutoCommitTable
+from spi.provider import AutoCommitTable, TransactionBase
 from spi.table import TableBase
 
 T = TypeVar("T")
@@ -24,20 +26,46 @@ _LOAD_RESERVE = 16
 feed's pages and revision, and the commit key."""
 
 
+_LAYOUT_ERRORS = (SchemaError, IncompatibleSchemaError, InvalidFieldError, FrozenTableError)
+"""Errors a table layout decides: met with a guessed layout, they are checked again."""
+
+
+def rechecked(store: Any, call: Callable[[], T]) -> T:
+    """``call()``, run once more when it fails with an error a table layout decides
+    while the store's generation has moved: the layout it used was guessed from this
+    process's last look at the catalog (see :mod:`providers.etcd.store`), and another
+    process changed the catalog since (e.g. added a column or unfroze the table)."""
+    try:
+        return call()
+    except _LAYOUT_ERRORS:
+        if not store.generation_moved():
+            raise
+    return call()
+
+
 class EtcdAutoCommitTable(KvAutoCommitTable):
-    """An auto-commit handle whose writes run as retried transactions.
+    """An auto-commit handle whose one-off writes are retried on a conflict.
 
     The engine's handle commits a one-off write on a bare session, which is right for
     exclusive stores; etcd sessions are optimistic, so a one-off write may meet a
-    conflict, and runs instead as ``p.run`` runs a transaction (retried with
-    backoff). Reads stay on a bare session: they are snapshot reads at one revision.
+    conflict: its fast path (:meth:`EtcdStore.write_if_idle`) then gives way to a
+    transaction run as ``p.run`` runs one (retried with backoff). Reads stay on a
+    bare session: they are snapshot reads at one revision.
     """
 
     def _call(self, op: Callable[[TableBase], T]) -> T:
         return AutoCommitTable._call(self, op)
 
     def _write(self, op: Callable[[TableBase], T]) -> T:
-        return AutoCommitTable._call(self, op)
+        return rechecked(self._store, lambda: super(EtcdAutoCommitTable, self)._write(op))
+
+    def upsert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
+        """See :meth:`KvAutoCommitTable.upsert` (see :func:`rechecked`)."""
+        return rechecked(self._store, lambda: super(EtcdAutoCommitTable, self).upsert(row, ttl=ttl))
+
+    def increment(self, key: KeyLike, column: str, amount: int | float = 1) -> int | float:
+        """See :meth:`KvAutoCommitTable.increment` (see :func:`rechecked`)."""
+        return rechecked(self._store, lambda: super(EtcdAutoCommitTable, self).increment(key, column, amount))
 
     def load(
         self,
@@ -92,7 +120,7 @@ class EtcdAdmin(KvAdmin):
 
             @functools.wraps(attr)
             def retried(*args: Any, **kwargs: Any) -> Any:
-                return provider.run(lambda _tx: attr(*args, **kwargs), retries=provider.autocommit_retries)
+                return provider.retried(lambda: attr(*args, **kwargs), provider.autocommit_retries)
 
             return retried
         return attr
@@ -155,6 +183,17 @@ class EtcdProvider(KvProvider):
         )
         self.options = options
         self._etcd = store
+
+    def _transaction_session(self) -> StoreSession:
+        """A session that guesses the store's generation (see :mod:`providers.etcd.store`;
+        a wrong guess is a retried conflict)."""
+        self.session()  # fails once the provider is closed (an etcd session holds nothing)
+        return self._etcd.trusting_session()
+
+    def run(self, fn: Callable[[TransactionBase], T], retries: int = 10) -> T:
+        """See :meth:`ProviderBase.run` (a layout error met with a guessed layout is
+        checked again: :func:`rechecked`)."""
+        return rechecked(self._etcd, lambda: super(EtcdProvider, self).run(fn, retries))
 
     @property
     def admin(self) -> EtcdAdmin:

@@ -27,20 +27,35 @@ range of the same ``Txn``).
 
 Keys live under ``PREFIX/`` (the URL's prefix); :data:`COMMIT_KEY` is
 ``PREFIX/\\xff\\xffcommit``, above every key the engine uses.
+
+Generations: every catalog change also rewrites :data:`GENERATION_KEY`, whose
+``mod_revision`` is the store's generation (:meth:`StoreSession.generation`), so the
+engine may trust a table layout it remembered under the same number instead of
+reading the catalog. A session reads the key at its snapshot, except a *trusting*
+one (a transaction's, a one-off write's) that starts from the generation last seen
+in this process and checks it with its first read, in the same request; a wrong
+guess is a :class:`ConflictError` (retried: the next attempt reads the catalog) and
+the commit compares the key too, so a layout is never used across a catalog change.
+One-off reads (:meth:`EtcdStore.get_if_idle`) read the key with the row.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from providers.etcd.client import EtcdClient, b64, items, range_request
 from spi.errors import ConflictError, LimitExceededError
 from spi.kv import OrderedStore, StoreSession
+from spi.kv.store import STALE, Stale
+
+T = TypeVar("T")
 
 COMMIT_KEY = b"\xff\xffcommit"
 """Rewritten by every commit (below the prefix): the fallback compare."""
+GENERATION_KEY = b"\xff\xffgeneration"
+"""Rewritten by every catalog change (below the prefix): its mod_revision is the generation."""
 _TOP = b"\xff"
 """Above every key of the engine (``hi=None`` ends here)."""
 FIRST_FETCH = 64
@@ -52,12 +67,16 @@ _OP_OVERHEAD = 16
 """Bytes a protobuf request adds to each operation's key and value (a generous bound)."""
 
 
+class StaleGeneration(ConflictError):
+    """A trusting session's guessed generation was not the store's (a catalog change)."""
+
+
 class EtcdSession(StoreSession):
     """An optimistic session: snapshot reads at one revision, compared at commit."""
 
-    __slots__ = ("_client", "_prefix", "_ranges", "_read_only", "_rev", "_seen", "_store")
+    __slots__ = ("_bump", "_client", "_guess", "_prefix", "_ranges", "_read_only", "_rev", "_seen", "_store")
 
-    def __init__(self, store: EtcdStore, read_only: bool) -> None:
+    def __init__(self, store: EtcdStore, read_only: bool, trusting: bool = False) -> None:
         self._store = store
         self._client = store.client
         self._prefix = store.prefix
@@ -68,6 +87,49 @@ class EtcdSession(StoreSession):
         """etcd key -> the mod_revision it had at ``_rev`` (0: absent)."""
         self._ranges: list[list[bytes]] = []
         """``[lo, hi)`` etcd key ranges that scans covered."""
+        self._guess: int | None = store.generation if trusting else None
+        """The generation this trusting session assumed, until its first read checks it."""
+        self._bump = False
+        """True when the commit must rewrite :data:`GENERATION_KEY` (a catalog change)."""
+
+    # ------------------------------------------------------------- generation
+    def generation(self) -> int | None:
+        gen_key = self._store.generation_key
+        known = self._seen.get(gen_key)
+        if known is not None:
+            return known
+        if self._guess is not None and not self._rev:
+            return self._guess  # checked by the first read
+        revision, found, _ = self._client.range(gen_key, revision=self._rev)
+        self._at(revision)
+        mod = self._seen[gen_key] = found[0][2] if found else 0
+        self._store.generation = mod
+        return mod
+
+    def advance_generation(self) -> None:
+        self._bump = True
+
+    def _range(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One RangeRequest's answer; a trusting session's first read also reads the
+        generation key, in the same request, and checks its guess."""
+        if self._guess is None or self._rev:
+            return self._client.call("/v3/kv/range", body)
+        _, revision, responses = self._client.txn(
+            [], [{"request_range": range_request(self._store.generation_key)}, {"request_range": body}], write=False
+        )
+        self._at(revision)
+        self._check(responses[0])
+        return dict(responses[1].get("response_range", {}))
+
+    def _check(self, response: dict[str, Any]) -> None:
+        """Compare the generation key in ``response`` with the session's guess."""
+        found = items(response.get("response_range", {}))
+        mod = found[0][2] if found else 0
+        guess, self._guess = self._guess, None
+        self._seen[self._store.generation_key] = mod
+        if mod != guess:
+            self._store.generation = mod
+            raise StaleGeneration("etcd: the catalog changed since this process last read it; retry (p.run does)")
 
     # ------------------------------------------------------------------ reads
     def _at(self, revision: int) -> None:
@@ -76,8 +138,9 @@ class EtcdSession(StoreSession):
 
     def get(self, key: bytes) -> bytes | None:
         full = self._prefix + key
-        revision, found, _ = self._client.range(full, revision=self._rev)
-        self._at(revision)
+        data = self._range(range_request(full, revision=self._rev))
+        self._at(int(data["header"]["revision"]) if "header" in data else 0)
+        found = items(data)
         if found:
             _, value, mod = found[0]
             self._seen[full] = mod
@@ -89,12 +152,17 @@ class EtcdSession(StoreSession):
         if len(keys) < 2:
             return [self.get(k) for k in keys]
         out: list[bytes | None] = []
-        step = self._store.max_txn_ops
+        step = self._store.max_txn_ops - 1
         for at in range(0, len(keys), step):
             chunk = [self._prefix + k for k in keys[at : at + step]]
             ops = [{"request_range": range_request(k, revision=self._rev)} for k in chunk]
+            check = self._guess is not None and not self._rev
+            if check:
+                ops.insert(0, {"request_range": range_request(self._store.generation_key)})
             _, revision, responses = self._client.txn([], ops, write=False)
             self._at(revision)
+            if check:
+                self._check(responses.pop(0))
             for full, response in zip(chunk, responses):
                 found = items(response.get("response_range", {}))
                 if found:
@@ -120,10 +188,11 @@ class EtcdSession(StoreSession):
         size = FIRST_FETCH
         seen = self._seen
         while start < end:
-            revision, found, more = self._client.range(
-                start, end, revision=self._rev, limit=size, descending=reverse, keys_only=keys_only
+            data = self._range(
+                range_request(start, end, revision=self._rev, limit=size, descending=reverse, keys_only=keys_only)
             )
-            self._at(revision)
+            self._at(int(data["header"]["revision"]) if "header" in data else 0)
+            found, more = items(data), bool(data.get("more"))
             if more and found:
                 if reverse:
                     end = covered[0] = found[-1][0]
@@ -158,6 +227,8 @@ class EtcdSession(StoreSession):
             else:
                 ops.append({"request_put": {"key": b64(key), "value": b64(value)}})
                 size += len(key) + len(value) + _OP_OVERHEAD
+        if self._bump:
+            ops.append({"request_put": {"key": b64(store.generation_key), "value": ""}})
         ops.append({"request_put": {"key": b64(store.commit_key), "value": ""}})
         if len(ops) > store.max_txn_ops:
             raise LimitExceededError(
@@ -173,25 +244,34 @@ class EtcdSession(StoreSession):
                 f"{store.max_request_bytes / 1048576:.2f} MiB per request (max_request_bytes, the members' "
                 "--max-request-bytes): nothing was written; split it into smaller transactions"
             )
-        succeeded, _, _ = self._client.txn(compare, ops)
+        succeeded, revision, _ = self._client.txn(compare, ops)
         if not succeeded:
+            if self._guess is not None:
+                store.generation = None  # the guess may be what failed: read the key next time
             raise ConflictError(
                 "etcd transaction conflict: a key this transaction read was changed by another commit "
                 "since it read it; retry the transaction (p.run does)"
             )
+        if self._bump:
+            store.generation = revision
 
     def _compares(self) -> list[dict[str, Any]]:
-        """The compares that check that nothing this session read has changed."""
+        """The compares that check that nothing this session read has changed (and a
+        generation it guessed without reading)."""
+        compare: list[dict[str, Any]] = []
+        if self._guess is not None:
+            key = b64(self._store.generation_key)
+            compare.append({"key": key, "target": "MOD", "result": "EQUAL", "mod_revision": self._guess})
         if not self._rev or (not self._seen and not self._ranges):
-            return []
+            return compare
         rev = self._rev
         if len(self._seen) + len(self._ranges) > self._store.max_txn_ops - _RESERVED_OPS:
             key = b64(self._store.commit_key)
             return [{"key": key, "target": "MOD", "result": "LESS", "mod_revision": rev + 1}]
-        compare: list[dict[str, Any]] = [
+        compare.extend(
             {"key": b64(key), "target": "MOD", "result": "EQUAL", "mod_revision": mod}
             for key, mod in self._seen.items()
-        ]
+        )
         for lo, hi in self._ranges:
             if lo < hi:
                 compare.append(
@@ -223,11 +303,60 @@ class EtcdStore(OrderedStore):
         self.client = client
         self.prefix = prefix.encode() + b"/"
         self.commit_key = self.prefix + COMMIT_KEY
+        self.generation_key = self.prefix + GENERATION_KEY
         self.max_txn_ops = max_txn_ops
         self.max_request_bytes = max_request_bytes
+        self.generation: int | None = None
+        """The generation last seen in this process (None: not yet, or in doubt)."""
 
     def session(self, read_only: bool = False) -> StoreSession:
         return EtcdSession(self, read_only)
+
+    def trusting_session(self) -> EtcdSession:
+        """A session that guesses the generation (see the module's docstring): for
+        callers that retry a :class:`ConflictError` (transactions, one-off writes)."""
+        return EtcdSession(self, False, trusting=True)
+
+    def peek_generation(self) -> int | None:
+        return self.generation
+
+    def get_if_idle(self, generation: int, key: bytes) -> bytes | Stale | None:
+        """One request reading the generation key and ``key``: STALE when the
+        generation is no longer ``generation``. etcd serves any number of readers,
+        so "idle" is not needed: the read is a snapshot."""
+        ops = [
+            {"request_range": range_request(self.generation_key)},
+            {"request_range": range_request(self.prefix + key)},
+        ]
+        _, _, responses = self.client.txn([], ops, write=False)
+        found = items(responses[0].get("response_range", {}))
+        mod = found[0][2] if found else 0
+        if mod != generation:
+            self.generation = mod
+            return STALE
+        row = items(responses[1].get("response_range", {}))
+        return row[0][1] if row else None
+
+    def generation_moved(self) -> bool:
+        """Whether the generation key has changed since this process last saw it
+        (read now; a layout error met with a guessed layout is then retried)."""
+        _, found, _ = self.client.range(self.generation_key)
+        mod = found[0][2] if found else 0
+        moved, self.generation = mod != self.generation, mod
+        return moved
+
+    def write_if_idle(self, generation: int, fn: Callable[[StoreSession], T]) -> T | Stale:
+        """``fn`` on a trusting session guessing ``generation``; STALE when the guess
+        or the commit fails (the caller then runs the write as a retried transaction)."""
+        if generation != self.generation:
+            return STALE
+        session = self.trusting_session()
+        try:
+            return fn(session)
+        except ConflictError:
+            return STALE
+        finally:
+            session.release()
 
     def close(self) -> None:
         self.client.close()
