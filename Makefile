@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run test lint typecheck pytest bench docs clean
+.PHONY: run test lint typecheck pytest bench docs perf-docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ bench: $(DEV_STAMP)
 
 docs: $(RUN_STAMP)
 	$(BIN)/python scripts/gen-cli-docs.py
+
+perf-docs: $(DEV_STAMP)
+	$(BIN)/python scripts/gen-performance.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
