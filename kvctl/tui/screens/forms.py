@@ -9,12 +9,11 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import ClassVar, TypeVar
 
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Input, Select, Static
+from textual.widgets import Input, Static
 
 from kvctl.tui.widgets.footer import KeysFooter
 
@@ -31,6 +30,9 @@ class FormScreen(ModalScreen[T]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "save", "Save", key_display="^s", tooltip="Save the form"),
         Binding("escape", "cancel", "Cancel", key_display="esc", tooltip="Close the form without saving"),
+        # a priority binding runs as the key is read, so the keys typed right after
+        # Enter go to the next field (an Input.Submitted message would come too late)
+        Binding("enter", "next_field", "Next field", show=False, priority=True),
     ]
 
     @abstractmethod
@@ -68,17 +70,20 @@ class FormScreen(ModalScreen[T]):
         if editable:
             editable[0].focus()
 
-    @on(Input.Submitted)
-    def next_field(self, event: Input.Submitted) -> None:
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Enter walks the fields only from a field's input (on a button, a choice or a
+        box it does what it does there)."""
+        if action == "next_field":
+            return isinstance(self.focused, Input) and self.focused in self.editable()
+        return True
+
+    def action_next_field(self) -> None:
         """Enter: on to the next field; on the last one, save."""
-        event.stop()
         editable = self.editable()
-        if event.input not in editable or event.input is editable[-1]:
+        if self.focused not in editable or self.focused is editable[-1]:
             self.action_save()
             return
-        following = editable[editable.index(event.input) + 1]
-        following.focus()
+        following = editable[editable.index(self.focused) + 1]
+        self.set_focus(following)
         if isinstance(following, Input):
             following.cursor_position = len(following.value)
-        elif isinstance(following, Select):
-            following.scroll_visible()
