@@ -117,7 +117,10 @@ class EtcdClient:
             if remaining <= 0:
                 break
             try:
-                status, data = self._post(i, path, payload, remaining)
+                # A read gives each member a share of the time (one whose leader died
+                # may hang until it gives up); a write's outcome is unknown after a timeout.
+                wait = remaining if write else min(remaining, max(1.0, self.timeout / 3))
+                status, data = self._post(i, path, payload, wait)
             except (NewConnectionError, ConnectTimeoutError) as exc:
                 refused += 1
                 last = f"{self.endpoints[i]}: {_reason(exc)}"
