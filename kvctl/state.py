@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     import spi
 
 
+MEMORY_WARNING = (
+    "warning: memory:// keeps nothing: what this command writes is gone when it ends (rocksdb:PATH keeps it)"
+)
+"""What a one-shot command on a ``memory://`` store says on stderr."""
+
+
 @dataclass
 class State:
     """Global options of one ``kvctl`` invocation (``ctx.obj`` of the root command)."""
@@ -34,17 +40,21 @@ class State:
             self._settings = config.resolve(url=self.url, profile=self.profile, config=self.config_file)
         return self._settings
 
-    def provider(self, *, create: bool) -> spi.Provider:
+    def provider(self, *, create: bool, memory_warning: bool = True) -> spi.Provider:
         """The connected provider (connected once, closed when the command ends).
 
         Read-only commands pass ``create=False``: a URL naming a store that does not
         exist is then an error (exit 2) instead of a new, empty store. The embedded
-        default store is created on first use by any command.
+        default store is created on first use by any command. A ``memory://`` store
+        warns once on stderr that nothing it holds outlives the command
+        (``memory_warning=False``: a session that lives on, the dashboard).
         """
         if self._provider is None:
             import spi
 
             settings = self.settings()
+            if memory_warning and settings.url.partition(":")[0] == "memory":
+                print(MEMORY_WARNING, file=sys.stderr)
             if settings.url_source == "default":
                 config.default_store(os.environ).parent.mkdir(parents=True, exist_ok=True)
                 create = True

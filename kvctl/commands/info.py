@@ -73,7 +73,7 @@ def dashboard(
     state = get_state(ctx)
     # Opened and first used here, not in the dashboard, so that a store that does not
     # exist (or a server that is down) is an error line before the screen takes over.
-    provider = state.provider(create=False)
+    provider = state.provider(create=False, memory_warning=False)  # memory:// lives as long as the dashboard
     if table is None:
         provider.admin.list_tables()
     else:
