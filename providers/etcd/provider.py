@@ -9,13 +9,13 @@ from typing import Any, TypeVar
 from providers.etcd.client import EtcdClient
 from providers.etcd.store import EtcdStore
 from providers.etcd.url import EtcdUrl, parse_url
-from spi.capabilities import Capability
 from spi.errors import FrozenTableError, IncompatibleSchemaError, InvalidFieldError, SchemaError
 from spi.keys import KeyLike
 from spi.kv import KvProvider, StoreSession
 from spi.kv.admin import KvAdmin
 from spi.kv.autocommit import KvAutoCommitTable
 from spi.kv.layout import Layout
+from spi.kv.provider import DURABLE_CAPABILITIES
 from spi.provider import AutoCommitTable, TransactionBase
 from spi.table import TableBase
 
@@ -67,29 +67,17 @@ class EtcdAutoCommitTable(KvAutoCommitTable):
         """See :meth:`KvAutoCommitTable.increment` (see :func:`rechecked`)."""
         return rechecked(self._store, lambda: super(EtcdAutoCommitTable, self).increment(key, column, amount))
 
-    def load(
-        self,
-        rows: Iterable[Mapping[str, Any]],
-        *,
-        mode: str = "upsert",
-        batch_size: int = 10_000,
-        progress: Callable[[int], None] | None = None,
-        keep_versions: bool = False,
-        ttl: int | float | None = None,
-    ) -> int:
+    def load(self, rows: Iterable[Mapping[str, Any]], **options: Any) -> int:
         """See :meth:`AutoCommitTable.load`; batches are cut to pieces one etcd
         transaction holds (see :func:`load_piece`), each piece atomic."""
         spec = self._read(lambda t: t.spec)
         store: EtcdStore = self._store  # type: ignore[assignment]
-        piece = load_piece(store.max_txn_ops, len(spec.indexes), spec.ttl is not None or ttl is not None)
-        return super().load(
-            rows,
-            mode=mode,
-            batch_size=max(1, min(batch_size, piece)) if isinstance(batch_size, int) else batch_size,
-            progress=progress,
-            keep_versions=keep_versions,
-            ttl=ttl,
-        )
+        expiring = spec.ttl is not None or options.get("ttl") is not None
+        piece = load_piece(store.max_txn_ops, len(spec.indexes), expiring)
+        batch_size = options.pop("batch_size", piece)
+        if isinstance(batch_size, int):  # else the shared checks refuse it
+            batch_size = max(1, min(batch_size, piece))
+        return super().load(rows, batch_size=batch_size, **options)
 
 
 def load_piece(max_txn_ops: int, indexes: int, expiring: bool) -> int:
@@ -147,18 +135,7 @@ class EtcdProvider(KvProvider):
     never) how often an open provider sweeps expired rows in the background.
     """
 
-    capabilities: frozenset[str] = frozenset(
-        {
-            Capability.TRANSACTIONS,
-            Capability.SECONDARY_INDEXES,
-            Capability.VERIFY,
-            Capability.THREADS,
-            Capability.PROCESSES,
-            Capability.DURABLE,
-            Capability.CHANGES,
-            Capability.EXPIRY,
-        }
-    )
+    capabilities: frozenset[str] = DURABLE_CAPABILITIES
 
     @classmethod
     def from_url(cls, url: str, *, create: bool = True) -> EtcdProvider:
