@@ -62,8 +62,19 @@ class Pages:
             page = self._read(_chunk(left), page.next_token)
 
 
-def continue_hint(shown: int, token: str | None) -> None:
-    """When more rows may remain, say on stderr how many were shown and how to continue."""
-    if token is not None:
-        rows = f"{shown} row{'s' if shown != 1 else ''}"
-        print(f"{rows} shown; more may remain: continue with --after {token}", file=sys.stderr)
+def continue_hint(shown: int, token: str | None, *, default_limit: bool = False) -> None:
+    """When more rows may remain, say on stderr how many were shown and how to get the
+    rest: ``--all`` for every row, ``--after TOKEN`` for the next page. ``default_limit``:
+    no ``--limit`` was given, so the cut was not asked for (a script writing a file
+    would miss rows): the line says so first."""
+    if token is None:
+        return
+    rows = f"{shown} row{'s' if shown != 1 else ''}"
+    if default_limit:
+        print(
+            f"{rows} shown; more remain: output stopped at the default limit of {DEFAULT_LIMIT} rows; "
+            f"add --all to print every row (or continue with --after {token})",
+            file=sys.stderr,
+        )
+    else:
+        print(f"{rows} shown; more may remain: continue with --after {token} (--all prints every row)", file=sys.stderr)

@@ -87,7 +87,7 @@ def scan(
     printer = RowPrinter(get_state(ctx).output_format(output), list(types), types=types)
     printer.add_all(with_versions(rows) if versions else rows)
     printer.close()
-    paging.continue_hint(printer.count, None if pages is None else pages.token)
+    paging.continue_hint(printer.count, None if pages is None else pages.token, default_limit=limit is None)
     if printer.count == 0 and after is None and limit != 0:
         _prefix_hint(handle, spec, prefix, where, expr)
 
