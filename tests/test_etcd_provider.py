@@ -12,7 +12,7 @@ import pytest
 import spi
 from providers.etcd.provider import load_piece
 from providers.etcd.url import parse_url
-from spi.errors import ConflictError, LimitExceededError, ProviderUnavailableError, UrlError
+from spi.errors import ConflictError, FrozenTableError, LimitExceededError, ProviderUnavailableError, UrlError
 
 SPEC = spi.TableSpec("t", [spi.Field("k", "long"), spi.Field("v", "string")], ["k"], indexes=["v"])
 
@@ -115,3 +115,24 @@ def test_loads_are_cut_into_pieces_one_transaction_holds(etcd_factory: Callable[
     n = p.table("t").load(({"k": i, "v": str(i % 7)} for i in range(1100)), progress=seen.append)
     assert n == 1100 and p.table("t").count() == 1100 and p.admin.verify("t") == []
     assert seen[0] == 504
+
+
+def test_a_catalog_change_by_another_client_is_seen_by_remembered_layouts(etcd_factory: Callable[..., Any]) -> None:
+    """Layouts remembered under a guessed generation (see providers/etcd/store.py)
+    never outlive a catalog change made elsewhere."""
+    p = etcd_factory()
+    plain = spi.TableSpec("c", [spi.Field("k", "long"), spi.Field("n", "long")], ["k"])
+    p.admin.create(plain)
+    t = p.table("c")
+    t.upsert({"k": 1, "n": 1})
+    assert t.increment((1,), "n") == 2 and t.read((1,))["n"] == 2  # layout remembered
+    other = spi.connect(p.url)
+    other.admin.create_or_update(spi.TableSpec("c", [*plain.fields, spi.Field("s", "string")], ["k"]))
+    assert t.upsert({"k": 1, "n": 5, "s": "new"}) > 0  # the new column, though the layout was remembered
+    assert t.read((1,))["s"] == "new"
+    other.admin.freeze("c")
+    with pytest.raises(FrozenTableError):
+        t.increment((1,), "n")
+    other.admin.unfreeze("c")
+    assert t.increment((1,), "n") == 6
+    other.close()

@@ -30,16 +30,19 @@ _LAYOUT_ERRORS = (SchemaError, IncompatibleSchemaError, InvalidFieldError, Froze
 """Errors a table layout decides: met with a guessed layout, they are checked again."""
 
 
-def rechecked(store: Any, call: Callable[[], T]) -> T:
+def rechecked(store: Any, call: Callable[[], T], forget: Callable[[], None] | None = None) -> T:
     """``call()``, run once more when it fails with an error a table layout decides
     while the store's generation has moved: the layout it used was guessed from this
     process's last look at the catalog (see :mod:`providers.etcd.store`), and another
-    process changed the catalog since (e.g. added a column or unfroze the table)."""
+    process changed the catalog since (e.g. added a column or unfroze the table);
+    ``forget`` drops what the caller remembered of the layout first."""
     try:
         return call()
     except _LAYOUT_ERRORS:
         if not store.generation_moved():
             raise
+    if forget is not None:
+        forget()
     return call()
 
 
@@ -57,15 +60,20 @@ class EtcdAutoCommitTable(KvAutoCommitTable):
         return AutoCommitTable._call(self, op)
 
     def _write(self, op: Callable[[TableBase], T]) -> T:
-        return rechecked(self._store, lambda: super(EtcdAutoCommitTable, self)._write(op))
+        return rechecked(self._store, lambda: super(EtcdAutoCommitTable, self)._write(op), self._forget)
+
+    def _forget(self) -> None:
+        self._known = None
 
     def upsert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
         """See :meth:`KvAutoCommitTable.upsert` (see :func:`rechecked`)."""
-        return rechecked(self._store, lambda: super(EtcdAutoCommitTable, self).upsert(row, ttl=ttl))
+        return rechecked(self._store, lambda: super(EtcdAutoCommitTable, self).upsert(row, ttl=ttl), self._forget)
 
     def increment(self, key: KeyLike, column: str, amount: int | float = 1) -> int | float:
         """See :meth:`KvAutoCommitTable.increment` (see :func:`rechecked`)."""
-        return rechecked(self._store, lambda: super(EtcdAutoCommitTable, self).increment(key, column, amount))
+        return rechecked(
+            self._store, lambda: super(EtcdAutoCommitTable, self).increment(key, column, amount), self._forget
+        )
 
     def load(self, rows: Iterable[Mapping[str, Any]], **options: Any) -> int:
         """See :meth:`AutoCommitTable.load`; batches are cut to pieces one etcd
