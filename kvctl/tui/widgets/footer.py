@@ -14,7 +14,6 @@ from textual import events
 from textual.app import ComposeResult
 from textual.widget import Widget
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
 
 ROOMY = 150
 """Columns from which the footer has room for its spacious style."""
@@ -30,7 +29,7 @@ def first_keys_first(widgets: Iterable[Widget]) -> list[Widget]:
     items = list(widgets)
 
     def rank(item: Widget) -> int:
-        action = item.action if isinstance(item, FooterKey) else ""
+        action = getattr(item, "action", "")  # a key's widget names its action (Textual's FooterKey is private)
         return FIRST.index(action) if action in FIRST else len(FIRST)
 
     return sorted(items, key=rank)  # stable: the other keys keep their order
