@@ -14,11 +14,11 @@ from enum import StrEnum
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TextIO
 
-from kvctl.grid import Grid
 from kvctl.render import bare, word
 from spi.types import FieldType
 
 if TYPE_CHECKING:
+    from kvctl.grid import Grid
     from kvctl.rowtext import RowLines
 
 CHUNK = 512
@@ -90,7 +90,7 @@ class RowPrinter:
             self._lines.append(self._csv(row))
         else:
             if self._grid is None:
-                self._grid = Grid(self.columns, self.out)
+                self._grid = _grid(self.columns, self.out)
             self._grid.add([word(row.get(c)) for c in self.columns])
         self.count += 1
         if len(self._lines) >= CHUNK:
@@ -141,7 +141,7 @@ class RowPrinter:
             self.out.write("[]\n" if self.count == 0 else "\n]\n")
         elif self.fmt is OutputFormat.table:
             if self._grid is None and not self.single:
-                self._grid = Grid(self.columns, self.out)  # an empty result still shows its columns
+                self._grid = _grid(self.columns, self.out)  # an empty result still shows its columns
             if self._grid is not None:
                 self._grid.close()
         self.out.flush()
@@ -161,3 +161,11 @@ def print_document(fmt: OutputFormat, obj: Any) -> None:
         print(json.dumps(obj, ensure_ascii=False, indent=2))
     else:
         print(dumps(obj))
+
+
+def _grid(columns: list[str], out: TextIO) -> Grid:
+    """A text grid (imported when first drawn: it measures text with rich, which
+    machine-readable output never needs, and ``kvctl get`` starts faster without)."""
+    from kvctl.grid import Grid
+
+    return Grid(columns, out)
