@@ -9,59 +9,20 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_support import Kvctl, assert_one_error
 from conftest import need
+from stream_support import SPEC, commits, create_target, rocksdb, table_state, write_history
 
 import spi
 from kvctl.spark.errors import unwrap
 
 pytestmark = pytest.mark.spark
 
-SPEC = spi.TableSpec(
-    "orders",
-    [("region", "string"), ("id", "long"), ("total", "double"), ("note", "string"), ("at", "timestamp")],
-    primary_key=["region", "id"],
-    changes=True,
-)
 META = ("_revision", "_op", "_version", "_time")
-T0 = dt.datetime(2024, 5, 1, 12, 0, 0, 123_456, tzinfo=dt.UTC)
-
-
-def rocksdb(path: Path) -> str:
-    """A RocksDB URL for a directory."""
-    return f"rocksdb://{os.path.abspath(path)}"
-
-
-def write_history(url: str, start: int = 0) -> None:
-    """Writes in many transactions: puts, updates, deletes, a transaction of several
-    writes, expiries (a sweep) and a bulk load."""
-    with spi.connect(url) as p:
-        if not p.admin.exists(SPEC.name):
-            p.admin.create(SPEC)
-        t = p.table(SPEC.name)
-        for i in range(start, start + 12):
-            t.upsert({"region": ["eu", "us"][i % 2], "id": i, "total": i * 1.5, "note": None, "at": T0})
-        for i in range(start, start + 12, 3):
-            t.update({"region": ["eu", "us"][i % 2], "id": i}, {"note": f"updated {i}"})
-        t.delete({"region": "us", "id": start + 1})
-
-        def several(tx: spi.Transaction) -> None:
-            tt = tx.table(SPEC.name)
-            tt.upsert({"region": "eu", "id": start + 2, "total": -1.0, "note": "é ✓", "at": None})
-            tt.delete({"region": "eu", "id": start + 4})
-            tt.upsert({"region": "ap", "id": start + 100, "total": 0.0, "note": "", "at": T0})
-
-        p.run(several)
-        t.upsert({"region": "ap", "id": start + 101, "total": 1.0, "note": "short", "at": None}, ttl=0.01)
-        t.upsert({"region": "ap", "id": start + 102, "total": 2.0, "note": "short", "at": None}, ttl=0.01)
-        time.sleep(0.05)
-        p.admin.sweep(SPEC.name)
-        t.load([{"region": "bulk", "id": start + i, "total": float(i), "note": "b", "at": T0} for i in range(30)])
 
 
 def feed(url: str, since: int = 0) -> list[dict[str, Any]]:
@@ -85,12 +46,6 @@ def as_dicts(rows: list[Any]) -> list[dict[str, Any]]:
                 d[k] = v.replace(tzinfo=dt.UTC) if v.tzinfo is None else v.astimezone(dt.UTC)
         out.append(d)
     return out
-
-
-def table_state(url: str, name: str = SPEC.name) -> list[tuple[dict[str, Any], int]]:
-    """A table's rows and versions in key order."""
-    with spi.connect(url) as p:
-        return [(r.to_dict(), r.version) for r in p.table(name).scan()]
 
 
 def stream(spark: Any, url: str, **options: str) -> Any:
@@ -201,15 +156,13 @@ def test_latest_start_reads_only_later_events(spark: Any, tmp_path: Path) -> Non
 def test_sink_replayed_batch_changes_nothing(spark: Any, tmp_path: Path) -> None:
     src, dst = rocksdb(tmp_path / "src"), rocksdb(tmp_path / "dst")
     write_history(src)
-    with spi.connect(dst) as p:
-        p.admin.create(spi.TableSpec(SPEC.name, SPEC.fields, SPEC.primary_key))
+    create_target(dst)
     # Without _version every applied row bumps the version: a batch applied twice would show.
     df = stream(spark, src, startingRevision="earliest", maxRowsPerBatch="8", partitions="2").drop("_version")
     checkpoint = tmp_path / "ck"
     sink(df, dst, checkpoint)
     assert table_state(dst) == table_state(src)
-    commits = sorted(int(n) for n in os.listdir(checkpoint / "commits") if n.isdigit())
-    last = commits[-1]
+    last = commits(checkpoint)[-1]
     os.remove(checkpoint / "commits" / str(last))
     os.remove(checkpoint / "commits" / f".{last}.crc")
     sink(df, dst, checkpoint)  # Spark runs batch `last` again: its chunks are recorded, so skipped
