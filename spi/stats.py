@@ -21,6 +21,9 @@ Names (each a count since the provider was opened; RocksDB's ``lock_waits`` and
 ``sweeps``, ``swept_rows``, ``sweep_errors``
     rounds of the background sweep, the expired rows they removed, and the rounds
     that failed (the next round tries again; the error is logged).
+``watch_reconnects``
+    etcd: watch streams (what wakes the watches) opened again on another member
+    after the one serving them failed.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ NAMES = (
     "sweeps",
     "swept_rows",
     "sweep_errors",
+    "watch_reconnects",
 )
 """Every counter ``p.stats()`` reports (0 until it happens)."""
 

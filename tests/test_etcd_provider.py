@@ -4,6 +4,7 @@ one-request limits and load pieces (a real 3-member cluster, tests/etcd_cluster.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 import spi
 from providers.etcd.provider import load_piece
 from providers.etcd.url import parse_url
+from providers.etcd.watch import RevisionWatch
 from spi.errors import ConflictError, FrozenTableError, LimitExceededError, ProviderUnavailableError, UrlError
 
 SPEC = spi.TableSpec("t", [spi.Field("k", "long"), spi.Field("v", "string")], ["k"], indexes=["v"])
@@ -136,3 +138,35 @@ def test_a_catalog_change_by_another_client_is_seen_by_remembered_layouts(etcd_f
     other.admin.unfreeze("c")
     assert t.increment((1,), "n") == 6
     other.close()
+
+
+def test_a_watch_is_woken_by_etcds_watch_and_polls_without_it(etcd_factory: Callable[..., Any]) -> None:
+    """The store's change marker moves on etcd's watch event for a commit made by
+    another client (no poll); a gateway without the watch endpoint leaves polling."""
+    p = etcd_factory()
+    p.admin.create(spi.TableSpec("w", [spi.Field("k", "long")], ["k"], changes=True))
+    other = spi.connect(p.url)
+    store = p._etcd
+    store.change_marker()  # starts the stream
+    deadline = time.monotonic() + 5
+    while store.watch.member is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    marker = store.change_marker()
+    write = threading.Timer(0.3, lambda: other.table("w").upsert({"k": 1}))
+    write.start()
+    store.wait_for_change(marker, 10)
+    write.join()
+    assert store.change_marker() != marker and store.watch.member is not None  # woken by the stream
+    assert p.stats()["watch_reconnects"] == 0
+    other.close()
+
+    missing = RevisionWatch(store.client, store.prefix + b"r", path="/v3/no-watch")
+    missing.marker()
+    deadline = time.monotonic() + 5
+    while not missing.unavailable and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert missing.unavailable and missing.marker() is None
+    started = time.monotonic()
+    missing.wait(None, 10)  # a poll
+    assert time.monotonic() - started < 1
+    missing.close()

@@ -84,19 +84,21 @@ class EtcdClient:
         self._user = user
         self._password = password
         self._masked = masked_url
-        self._pools = [
-            urllib3.HTTPConnectionPool(
-                host.rsplit(":", 1)[0].strip("[]"), int(host.rsplit(":", 1)[1]), maxsize=32, block=False, retries=False
-            )
-            for host in self.endpoints
-        ]
+        self._pools = [_pool(host, 32) for host in self.endpoints]
+        self._stream_pools = [_pool(host, 1) for host in self.endpoints]
+        """One connection per member for :meth:`stream` (kept apart from the calls')."""
         self._current = 0
         self._token: str | None = None
         self._auth_lock = threading.Lock()
 
+    @property
+    def current(self) -> int:
+        """The index of the member that answered last (where calls go first)."""
+        return self._current
+
     def close(self) -> None:
         """Close every pooled connection."""
-        for pool in self._pools:
+        for pool in (*self._pools, *self._stream_pools):
             pool.close()
 
     # ------------------------------------------------------------------ calls
@@ -123,10 +125,10 @@ class EtcdClient:
                 status, data = self._post(i, path, payload, wait)
             except (NewConnectionError, ConnectTimeoutError) as exc:
                 refused += 1
-                last = f"{self.endpoints[i]}: {_reason(exc)}"
+                last = f"{self.endpoints[i]}: {reason(exc)}"
             except (ReadTimeoutError, ProtocolError, HTTPError) as exc:
                 answered += 1
-                last = f"{self.endpoints[i]}: {_reason(exc)}"
+                last = f"{self.endpoints[i]}: {reason(exc)}"
                 if write:
                     raise self._unknown(last) from None
             else:
@@ -172,11 +174,15 @@ class EtcdClient:
             "the transaction was applied whole or not at all, and which is unknown"
         )
 
-    def _post(self, i: int, path: str, payload: bytes, remaining: float) -> tuple[int, dict[str, Any]]:
+    def _headers(self, i: int, remaining: float) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
         if self._user:
             headers["Authorization"] = self._auth(i, remaining)
+        return headers
+
+    def _post(self, i: int, path: str, payload: bytes, remaining: float) -> tuple[int, dict[str, Any]]:
         timeout = urllib3.Timeout(connect=min(1.0, remaining), read=remaining)
+        headers = self._headers(i, remaining)
         response = self._pools[i].urlopen("POST", path, body=payload, headers=headers, timeout=timeout)
         try:
             data = json.loads(response.data) if response.data else {}
@@ -206,6 +212,17 @@ class EtcdClient:
                 else:
                     self._token = str(data.get("token", ""))
             return self._token
+
+    def stream(self, i: int, path: str, body: dict[str, Any], idle: float) -> urllib3.BaseHTTPResponse:
+        """POST ``body`` to member ``i`` and return the response unread (a stream of
+        JSON lines, e.g. ``/v3/watch``'s: read it with ``stream()`` and close it); a
+        read waits at most ``idle`` seconds. Raises urllib3's errors as they are."""
+        payload = json.dumps(body, separators=(",", ":")).encode()
+        timeout = urllib3.Timeout(connect=min(1.0, self.timeout), read=idle)
+        headers = self._headers(i, self.timeout)
+        return self._stream_pools[i].urlopen(
+            "POST", path, body=payload, headers=headers, timeout=timeout, preload_content=False
+        )
 
     # -------------------------------------------------------------- kv calls
     def range(
@@ -261,6 +278,13 @@ def items(data: dict[str, Any]) -> list[tuple[bytes, bytes, int]]:
     return [(unb64(kv["key"]), unb64(kv.get("value")), int(kv["mod_revision"])) for kv in data.get("kvs", ())]
 
 
-def _reason(exc: Exception) -> str:
+def _pool(endpoint: str, size: int) -> urllib3.HTTPConnectionPool:
+    """A keep-alive pool of up to ``size`` connections to ``endpoint`` (``host:port``)."""
+    host, port = endpoint.rsplit(":", 1)
+    return urllib3.HTTPConnectionPool(host.strip("[]"), int(port), maxsize=size, block=False, retries=False)
+
+
+def reason(exc: Exception) -> str:
+    """A short text for a urllib3 error (its cause, without the object's repr)."""
     text = str(exc.__cause__ or exc.args[-1] if exc.args else exc)
     return text.split(": ", 1)[-1][:160] if text else type(exc).__name__

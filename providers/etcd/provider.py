@@ -168,6 +168,7 @@ class EtcdProvider(KvProvider):
         )
         self.options = options
         self._etcd = store
+        store.watch.counters = self.counters
 
     def _transaction_session(self) -> StoreSession:
         """A session that guesses the store's generation (see :mod:`providers.etcd.store`;

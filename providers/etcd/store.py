@@ -46,8 +46,10 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from providers.etcd.client import EtcdClient, b64, items, range_request
+from providers.etcd.watch import RevisionWatch
 from spi.errors import ConflictError, LimitExceededError
 from spi.kv import OrderedStore, StoreSession
+from spi.kv.layout import REVISION
 from spi.kv.store import STALE, Stale
 
 T = TypeVar("T")
@@ -308,6 +310,8 @@ class EtcdStore(OrderedStore):
         self.max_request_bytes = max_request_bytes
         self.generation: int | None = None
         """The generation last seen in this process (None: not yet, or in doubt)."""
+        self.watch = RevisionWatch(client, self.prefix + REVISION)
+        """What wakes the watches: etcd's watch on the feed's revision key."""
 
     def session(self, read_only: bool = False) -> StoreSession:
         return EtcdSession(self, read_only)
@@ -358,5 +362,13 @@ class EtcdStore(OrderedStore):
         finally:
             session.release()
 
+    def change_marker(self) -> Any:
+        """See :class:`providers.etcd.watch.RevisionWatch` (None: watches poll)."""
+        return self.watch.marker()
+
+    def wait_for_change(self, marker: Any, timeout: float) -> None:
+        self.watch.wait(marker, timeout)
+
     def close(self) -> None:
+        self.watch.close()
         self.client.close()
