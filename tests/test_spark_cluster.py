@@ -1,8 +1,10 @@
-"""``kvctl export`` / ``kvctl import`` with ``--master`` on a real Spark standalone cluster.
+"""``kvctl export`` / ``kvctl import`` with ``--master``, and a ``format("kvctl")``
+stream, on a real Spark standalone cluster.
 
-The fixture starts a master and a worker from pyspark's own ``spark-class`` on
-127.0.0.1 (free ports); the worker runs the tasks in executor JVMs of its own,
-apart from the CLI's driver. The CLI runs as a real process, with PYSPARK_PYTHON
+The fixture starts a master and two workers from pyspark's own ``spark-class`` on
+127.0.0.1 (free ports); the workers run the tasks in executor JVMs of their own (one
+per worker and application), apart from the driver. The CLI and the streaming
+driver (tests/spark_stream_driver.py) run as real processes, with PYSPARK_PYTHON
 left unset: the session must pick this interpreter for the workers by itself.
 """
 
@@ -21,12 +23,14 @@ import pytest
 from cli_support import assert_one_error, run_process
 from pg_server import free_port
 from spark_session import need_spark
+from stream_support import create_target, finish_driver, rocksdb, start_driver, table_state, write_history
 
 import spi
 
 pytestmark = pytest.mark.spark
 
 START_TIMEOUT = 90.0
+WORKERS = 2
 SPEC = spi.TableSpec(
     "items",
     [spi.Field("id", "long"), spi.Field("name", "string"), spi.Field("at", "timestamp")],
@@ -35,7 +39,7 @@ SPEC = spi.TableSpec(
 
 
 class StandaloneCluster:
-    """A Spark standalone master and one worker (2 cores) on 127.0.0.1."""
+    """A Spark standalone master and :data:`WORKERS` workers (1 core each) on 127.0.0.1."""
 
     def __init__(self, root: Path) -> None:
         import pyspark
@@ -44,7 +48,6 @@ class StandaloneCluster:
         self.root = root
         self.port = free_port()
         self.master_url = f"spark://127.0.0.1:{self.port}"
-        self.work_dir = root / "work"
         self.env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
         self.procs: list[subprocess.Popen[bytes]] = []
 
@@ -67,25 +70,26 @@ class StandaloneCluster:
             time.sleep(0.2)
 
     def start(self) -> StandaloneCluster:
-        """Start the master, then the worker; return when the worker has registered."""
+        """Start the master, then the workers; return when every worker has registered."""
         self._start(
             "master",
             "org.apache.spark.deploy.master.Master",
             *("--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(free_port())),
             ready="I have been elected leader",
         )
-        self._start(
-            "worker",
-            "org.apache.spark.deploy.worker.Worker",
-            self.master_url,
-            *("--host", "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port", str(free_port())),
-            *("--work-dir", str(self.work_dir)),
-            ready="Successfully registered with master",
-        )
+        for i in range(WORKERS):
+            self._start(
+                f"worker{i}",
+                "org.apache.spark.deploy.worker.Worker",
+                self.master_url,
+                *("--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(free_port())),
+                *("--work-dir", str(self.root / f"work{i}")),
+                ready="Successfully registered with master",
+            )
         return self
 
     def stop(self) -> None:
-        """Stop the worker (and its executors) and the master."""
+        """Stop the workers (and their executors) and the master."""
         for proc in reversed(self.procs):
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -98,8 +102,8 @@ class StandaloneCluster:
                 proc.wait()
 
     def executor_logs(self) -> list[Path]:
-        """The stderr files of the executors the worker launched."""
-        return sorted(self.work_dir.glob("app-*/*/stderr"))
+        """The stderr files of the executors the workers launched."""
+        return sorted(self.root.glob("work*/app-*/*/stderr"))
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +137,7 @@ def test_export_and_import_run_on_the_cluster(cluster: StandaloneCluster, tmp_pa
     res = kvctl(cluster, url, "export", "items", "--out", str(out), "--partitions", "3")
     assert res.code == 0, res
     assert res.out.strip() == "300" and "(parquet, 3 partitions)" in res.err
-    assert len(cluster.executor_logs()) > apps_before  # the tasks ran in the worker's executor
+    assert len(cluster.executor_logs()) > apps_before  # the tasks ran in the workers' executors
     exported = pq.read_table(out).sort_by("id").to_pylist()
     with spi.connect(url) as p:
         assert exported == [r.to_dict() for r in p.table("items").scan()]
@@ -165,3 +169,19 @@ def test_workers_without_kvctl_fail_with_a_hint(cluster: StandaloneCluster, tmp_
     assert_one_error(res, 3)
     assert "No module named 'pyarrow'" in res.err and "PYSPARK_PYTHON" in res.err
     assert not out.exists()
+
+
+def test_stream_source_to_sink_runs_on_the_cluster(cluster: StandaloneCluster, tmp_path: Path) -> None:
+    """A change feed into another table (RocksDB paths both, which every executor
+    opens in turn), AvailableNow in several batches of two tasks: the target ends
+    equal to the source, rows and versions, and both workers ran executors."""
+    src, dst = rocksdb(tmp_path / "src"), rocksdb(tmp_path / "dst")
+    write_history(src)
+    write_history(src, start=1000)
+    create_target(dst)
+    apps_before = len(cluster.executor_logs())
+    log = tmp_path / "driver.log"
+    options = ("--max-rows", "20", "--partitions", "2")
+    finish_driver(start_driver(cluster.master_url, src, dst, tmp_path / "ck", log, *options), log)
+    assert table_state(dst) == table_state(src)
+    assert len(cluster.executor_logs()) == apps_before + WORKERS
