@@ -156,21 +156,20 @@ for i in range(int(sys.argv[2])):
 """
 
 
-def test_a_watch_fed_by_another_process_survives_a_killed_leader(
-    cluster: Any, etcd_factory: Callable[..., Any]
-) -> None:
-    """A watch here while a writer process writes and the leader is SIGKILLed: every
-    event arrives once, in revision order (no gap, no repeat)."""
-    p = etcd_factory()
+def _watch_while_killing(p: Any, cluster: Any, n: int, victim: Callable[[], int]) -> int:
+    """Watch a new change-fed table ``w`` of ``p`` while a writer process upserts
+    ``n`` rows, SIGKILLing member ``victim()`` after a third of the events: every
+    event arrives once, in revision order (no gap, no repeat). The member killed."""
     p.admin.create(spi.TableSpec("w", SPEC.fields, ["k"], changes=True))
-    n = 150
     writer = subprocess.Popen([sys.executable, "-c", WRITER, p.url, str(n)], cwd=ROOT, env=_env())
     seen: list[Any] = []
+    killed = -1
     try:
         for change in p.watch("w", since=0, timeout=60):
             seen.append(change)
             if len(seen) == n // 3:
-                cluster.kill(cluster.wait_leader())  # SIGKILL by pid
+                killed = victim()
+                cluster.kill(killed)  # SIGKILL by pid
             if len(seen) == n:
                 break
         assert writer.wait(60) == 0
@@ -179,6 +178,30 @@ def test_a_watch_fed_by_another_process_survives_a_killed_leader(
     assert [c.key["k"] for c in seen] == list(range(n))
     revisions = [c.revision for c in seen]
     assert revisions == list(range(revisions[0], revisions[0] + n))
+    return killed
+
+
+def test_a_watch_fed_by_another_process_survives_a_killed_leader(
+    cluster: Any, etcd_factory: Callable[..., Any]
+) -> None:
+    """A watch here while a writer process writes and the leader is SIGKILLed."""
+    _watch_while_killing(etcd_factory(), cluster, 150, cluster.wait_leader)
+
+
+def test_the_watch_stream_moves_to_another_member_when_its_member_dies(
+    cluster: Any, etcd_factory: Callable[..., Any]
+) -> None:
+    """What wakes a watch is etcd's own watch on one member: SIGKILL that member while
+    another process writes; the stream reconnects elsewhere (counted)."""
+    p = etcd_factory()
+
+    def streaming() -> int:
+        member = p._etcd.watch.member
+        assert member is not None  # the stream is open: the watch is woken by etcd
+        return int(member)
+
+    killed = _watch_while_killing(p, cluster, 90, streaming)
+    assert p.stats()["watch_reconnects"] >= 1 and p._etcd.watch.member not in (None, killed)
 
 
 INCREMENTER = """
@@ -211,30 +234,3 @@ def test_processes_incrementing_one_key_get_the_exact_total(etcd_factory: Callab
 
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-
-
-def test_the_watch_stream_moves_to_another_member_when_its_member_dies(
-    cluster: Any, etcd_factory: Callable[..., Any]
-) -> None:
-    """What wakes a watch is etcd's own watch on one member: SIGKILL that member while
-    another process writes; the stream reconnects elsewhere (counted) and every event
-    still arrives once, in order."""
-    p = etcd_factory()
-    p.admin.create(spi.TableSpec("w", SPEC.fields, ["k"], changes=True))
-    n = 90
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, p.url, str(n)], cwd=ROOT, env=_env())
-    seen: list[Any] = []
-    try:
-        for change in p.watch("w", since=0, timeout=60):
-            seen.append(change)
-            if len(seen) == n // 3:
-                member = p._etcd.watch.member
-                assert member is not None  # the stream is open: the watch is woken by etcd
-                cluster.kill(member)
-            if len(seen) == n:
-                break
-        assert writer.wait(60) == 0
-    finally:
-        writer.kill()
-    assert [c.key["k"] for c in seen] == list(range(n))
-    assert p.stats()["watch_reconnects"] >= 1 and p._etcd.watch.member not in (None, member)
