@@ -1,8 +1,11 @@
 """The tools on ``etcd://`` through the SPI: ``kvctl copy`` into etcd and
-``copy --follow --until-caught-up`` out of it (the session's 3-member cluster)."""
+``copy --follow --until-caught-up`` out of it, and smoke tests of the dashboard (a
+table opened, its rows seen) and of ``kvctl export`` through Spark (the session's
+3-member cluster)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,10 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cli_support import REPO
+import pytest
+from cli_support import REPO, Kvctl
 from copy_support import fill_real_data, snapshot
+from dashboard_support import ORDER_ROWS, cells, dashboard, filled, in_key_order, rows_shown, run_async, status_line
 
 import spi
+from spi.testing.fixtures import order_rows
 
 THINGS = spi.TableSpec(
     "things",
@@ -71,3 +77,30 @@ def test_copy_follow_until_caught_up_out_of_etcd(etcd_factory: Callable[..., Any
         assert q.admin.verify("things") == []
     assert copied == [(r.to_dict(), r.version) for r in things.scan()]
     assert p.revision() == start + 30
+
+
+@run_async
+async def test_the_dashboard_opens_a_table_on_etcd(etcd_factory: Callable[..., Any]) -> None:
+    p = filled(etcd_factory())
+    async with dashboard(p) as (app, _pilot):
+        shown = rows_shown(app)
+        assert shown and shown == [cells(r) for r in in_key_order(order_rows(ORDER_ROWS))][: len(shown)]
+        assert status_line(app).startswith("orders") and f"of {ORDER_ROWS}" in status_line(app)
+
+
+@pytest.mark.spark
+def test_export_from_etcd_through_spark(spark: Any, etcd_factory: Callable[..., Any], tmp_path: Path) -> None:
+    p = etcd_factory()
+    p.admin.create(THINGS)
+    p.table("things").load({"k": k, "label": f"l{k % 5}", "n": k} for k in range(40))
+    out = tmp_path / "things.json"
+    done = Kvctl(p.url).ok("export", "things", "--out", str(out), "--format", "json", "--partitions", "2")
+    assert done.out.strip() == "40"
+    exported = [json.loads(line) for f in sorted(out.glob("part-*")) for line in f.read_text().splitlines()]
+    assert sorted(r["k"] for r in exported) == list(range(40)) and {r["label"] for r in exported} == {
+        "l0",
+        "l1",
+        "l2",
+        "l3",
+        "l4",
+    }
