@@ -40,6 +40,7 @@ from pyspark.sql.types import StructType
 import spi
 from kvctl.spark.convert import TEXT_RULES, batch_rows, check_batches, check_columns
 from kvctl.spark.errors import guard, reports_errors
+from kvctl.spark.reading import TableReader
 from kvctl.spark.stream_sink import KvctlStreamWriter, check_input
 from kvctl.spark.stream_source import KvctlChangesReader, KvctlStreamReader, require_feed
 from kvctl.spark.types import change_schema, spark_schema
@@ -147,11 +148,11 @@ class KvctlDataSource(DataSource):
         self._check_schema(schema, spec)
         if self.changes:
             return KvctlChangesReader(
-                self.url, spec.to_json(), self.starting, self.partitions, self.batch_rows, self.counter
+                self.url, spec.to_json(), self.partitions, self.batch_rows, self.counter, starting=self.starting
             )
         if self.where:
             spi.parse_where(self.where, spec)
-        return KvctlReader(self.url, spec.to_json(), self.where, self.partitions, self.batch_rows, self.counter)
+        return KvctlReader(self.url, spec.to_json(), self.partitions, self.batch_rows, self.counter, where=self.where)
 
     @reports_errors
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -212,18 +213,12 @@ class KeyRangePartition(InputPartition):
         return spi.Range(self.start, self.end, start_inclusive=self.start_inclusive, end_inclusive=self.end_inclusive)
 
 
-class KvctlReader(DataSourceReader):
-    """Reads a table in key-range partitions, each from its own provider handle."""
+@dataclass(eq=False)
+class KvctlReader(TableReader):
+    """Reads a table in key-range partitions, each from its own provider handle
+    (``where``: the rows' filter, pushed to each range's scan)."""
 
-    def __init__(
-        self, url: str, spec_json: str, where: str | None, partitions: int, batch_rows: int, counter: Any = None
-    ) -> None:
-        self.url = url
-        self.spec_json = spec_json
-        self.where = where
-        self.n = partitions
-        self.batch_rows = batch_rows
-        self.counter = counter
+    where: str | None = None
 
     @reports_errors
     def partitions(self) -> list[InputPartition]:  # type: ignore[override]

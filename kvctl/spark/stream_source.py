@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 import spi
 from kvctl.spark.errors import guard, reports_errors
+from kvctl.spark.reading import TableReader
 from kvctl.spark.workers import freeze_loaded_modules
 from spi.arrow import arrow_schema, columns_to_batch
 from spi.codec import encode_key
@@ -196,18 +197,12 @@ def _read_changes(
         yield columns_to_batch(batch, schema)
 
 
-class KvctlChangesReader(DataSourceReader):
-    """A batch read of a table's events (``spark.read`` with ``changes=true``)."""
+@dataclass(eq=False)
+class KvctlChangesReader(TableReader):
+    """A batch read of a table's events (``spark.read`` with ``changes=true``) after
+    ``starting`` (the ``startingRevision`` option; None: the oldest kept)."""
 
-    def __init__(
-        self, url: str, spec_json: str, starting: str | None, partitions: int, batch_rows: int, counter: Any = None
-    ) -> None:
-        self.url = url
-        self.spec_json = spec_json
-        self.starting = starting
-        self.n = partitions
-        self.batch_rows = batch_rows
-        self.counter = counter
+    starting: str | None = None
 
     @reports_errors
     def partitions(self) -> list[InputPartition]:  # type: ignore[override]
