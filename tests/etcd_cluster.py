@@ -113,7 +113,7 @@ class ThrowawayEtcd:
         """Start three members on free ports and wait until the cluster has a leader."""
         base = "/dev/shm" if os.path.isdir("/dev/shm") else None
         self.root = tempfile.mkdtemp(prefix="kvctl-etcd-", dir=base)
-        ports = set()
+        ports: set[int] = set()
         while len(ports) < 2 * MEMBERS:
             ports.add(free_port())
         listed = sorted(ports)
