@@ -193,7 +193,9 @@ def test_sink_later_revision_wins_and_version_is_kept(spark: Any, tmp_path: Path
     assert table_state(url, "kv") == [({"k": "a", "v": 2}, 9), ({"k": "c", "v": 6}, 2)]
 
 
-def test_rocksdb_to_postgres_pipeline(spark: Any, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_rocksdb_to_postgres_to_rocksdb_pipeline(spark: Any, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """RocksDB's feed streamed into a change-fed PostgreSQL table, whose own feed is
+    streamed on into another RocksDB table: all three end equal, versions included."""
     try:
         factory = request.getfixturevalue("pg_factory")
     except pytest.FixtureLookupError:
@@ -202,14 +204,19 @@ def test_rocksdb_to_postgres_pipeline(spark: Any, tmp_path: Path, request: pytes
     write_history(src)
     target = factory()
     dst = target.url
-    target.admin.create(spi.TableSpec(SPEC.name, SPEC.fields, SPEC.primary_key))
+    target.admin.create(SPEC)  # change-fed: the next hop streams its feed
     target.close()
+    back = rocksdb(tmp_path / "back")
+    create_target(back)
     df = stream(spark, src, startingRevision="earliest", maxRowsPerBatch="20", partitions="2")
+    onward = stream(spark, dst, startingRevision="earliest", maxRowsPerBatch="50", partitions="2")
     sink(df, dst, tmp_path / "ck")
-    assert table_state(dst) == table_state(src)
+    sink(onward, back, tmp_path / "ck-back")
+    assert table_state(dst) == table_state(src) == table_state(back)
     write_history(src, start=300)
     sink(df, dst, tmp_path / "ck")
-    assert table_state(dst) == table_state(src)
+    sink(onward, back, tmp_path / "ck-back")
+    assert table_state(dst) == table_state(src) == table_state(back)
 
 
 def _error(run: Any) -> str:
