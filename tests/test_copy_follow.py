@@ -178,3 +178,62 @@ def test_refusals(tmp_path: Path) -> None:
     res = kv("copy", src, dst, "things", "--follow", "--until-caught-up", *APPEND)
     assert res.code == 1 and res.err.splitlines()[-1].startswith("error: ")
     assert "copy the tables again" in res.err and "Traceback" not in res.err
+
+
+CUT_OVER_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    import spi
+    with spi.connect(sys.argv[1]) as p:
+        things, counts = p.table("things"), p.table("counts")
+        i = 0
+        try:
+            while True:
+                things.upsert({"k": i % 40, "label": "w", "n": i, "b": None}, ttl=3600 if i % 3 else None)
+                if i % 5 == 0:
+                    things.delete(((i + 7) % 40,))
+                counts.increment(("writes",), "n", 1)
+                i += 1
+                print(i, flush=True)
+                time.sleep(0.003)
+        except spi.FrozenTableError as exc:
+            print("frozen:", exc, flush=True)
+    """
+)
+
+
+def test_cut_over_freeze_drain_and_compare(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The recipe of docs/cutover.md: follow while a writer writes, freeze the source
+    (the writer's next write is refused), wait for lag 0, and the destination equals
+    the source in rows, versions and expiry."""
+    src = provider_url("rocksdb", tmp_path / "src", request)
+    dst = provider_url("postgres", tmp_path / "dst", request)
+    _fill(src)
+    follower = kvctl_process("copy", src, dst, "things", "counts", "--follow")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", CUT_OVER_WRITER, src],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        _wait_for_line(follower.stderr, r"^lag: 0 revisions, 0 s$", follower)
+        _wait_for_line(writer.stdout, r"^100$", writer)  # writing while followed
+        for table in ("things", "counts"):
+            Kvctl(src).ok("table", "freeze", table)
+        assert writer.stdout is not None
+        assert "table things is frozen" in _wait_for_line(writer.stdout, r"^frozen:", writer)
+        assert writer.wait(60) == 0
+        last = _revision(src)
+        deadline = time.monotonic() + 60
+        while _state(dst) != _state(src) and time.monotonic() < deadline:  # drain
+            time.sleep(0.2)
+        assert _state(dst) == _state(src)  # rows, versions and expiry
+        assert _revision(src) == last  # nothing was written after the freeze
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        os.killpg(follower.pid, signal.SIGINT)  # a follower runs until interrupted
+        follower.communicate(timeout=60)
+        writer.communicate()
+    assert follower.returncode == 130
