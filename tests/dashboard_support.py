@@ -9,9 +9,14 @@ import contextlib
 import functools
 import html
 import re
+import shlex
+import shutil
+import subprocess
+import sys
 import time
 import unicodedata
-from collections.abc import AsyncIterator, Callable, Coroutine
+import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,9 @@ from kvctl.tui.app import DashboardApp
 from kvctl.tui.history import FilterHistory
 from kvctl.tui.session import Session
 from spi.testing.fixtures import ALL_TYPES, COUNTERS, ORDERS, all_types_row, order_rows
+from spi.testing.requirements import need
+
+REPO = Path(__file__).resolve().parents[1]
 
 ORDER_ROWS = 150
 
@@ -214,3 +222,77 @@ async def dashboard(
         if table is not None:
             await open_table(app, pilot, table)
         yield app, pilot
+
+
+class Tmux:
+    """One tmux server on a private socket running one command in the session ``dash``:
+    the dashboard as a real program in a real terminal, read back as its screen text."""
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True)
+        return done.stdout
+
+    def start(self, command: str, size: tuple[int, int] = (140, 45)) -> None:
+        """Run the shell ``command`` in a new ``dash`` session of ``size`` (columns, lines)."""
+        self.run("new-session", "-d", "-s", "dash", "-x", str(size[0]), "-y", str(size[1]), "sh", "-c", command)
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "dash")
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", "dash", *keys)
+
+    def type(self, text: str) -> None:
+        self.run("send-keys", "-t", "dash", "-l", text)
+
+    def wait_for(self, check: Callable[[str], bool], what: str, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if check(screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen}")
+            time.sleep(0.1)
+
+    def wait_for_text(self, *texts: str, timeout: float = 30) -> str:
+        """Wait until every one of ``texts`` is on the screen; return the screen."""
+        return self.wait_for(lambda s: all(t in s for t in texts), " and ".join(map(repr, texts)), timeout)
+
+
+def terminal() -> Iterator[Tmux]:
+    """A private tmux server, killed at the end of the test (a test module makes it a
+    fixture: ``tmux = pytest.fixture(terminal)``)."""
+    need("tmux", shutil.which("tmux") is not None, "install tmux")
+    term = Tmux(f"kvctl-test-{uuid.uuid4().hex[:12]}")
+    yield term
+    subprocess.run(["tmux", "-L", term.socket, "kill-server"], capture_output=True)
+
+
+def dashboard_command(url: str, state: Path, *args: str, status: Path | None = None) -> str:
+    """The shell command running ``kvctl --url URL dashboard ARGS`` from this checkout
+    (its filter history under ``state``), writing its exit status to ``status``."""
+    env = {"PYTHONPATH": str(REPO), "XDG_STATE_HOME": str(state), "TERM": "xterm-256color"}
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    kvctl = shlex.join([sys.executable, "-m", "kvctl", "--url", url, "dashboard", *args])
+    # COLUMNS/LINES may reach the pane from tmux and would override the terminal's real size
+    command = f"unset COLUMNS LINES; {exports} {kvctl}"
+    return command if status is None else f"{command}; echo $? > {shlex.quote(str(status))}"
+
+
+def wait_for_file(path: Path, timeout: float = 20) -> str:
+    """The text of ``path`` once it has some (a process writes it on its way out)."""
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text()):
+        assert time.monotonic() < deadline, f"timed out waiting for {path}"
+        time.sleep(0.1)
+    return path.read_text()
+
+
+def toast_text(screen: str) -> str:
+    """The text of the notifications on a tmux screen (a toast's lines start after its
+    ``▌`` border and wrap), as one line."""
+    return " ".join(line.rsplit("\u258c ", 1)[1].strip() for line in screen.splitlines() if "\u258c " in line)
