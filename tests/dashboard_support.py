@@ -293,6 +293,8 @@ def wait_for_file(path: Path, timeout: float = 20) -> str:
 
 
 def toast_text(screen: str) -> str:
-    """The text of the notifications on a tmux screen (a toast's lines start after its
-    ``▌`` border and wrap), as one line."""
-    return " ".join(line.rsplit("\u258c ", 1)[1].strip() for line in screen.splitlines() if "\u258c " in line)
+    """The text of the notifications on a tmux screen, as one line: a toast's lines start
+    after its ``▌`` border, wrap, and end at a run of blanks (what shows beside it is
+    the screen under it)."""
+    parts = (line.rsplit("\u258c ", 1)[1].strip() for line in screen.splitlines() if "\u258c " in line)
+    return " ".join(re.split(r"\s{2,}", part)[0] for part in parts if part)
