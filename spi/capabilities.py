@@ -39,4 +39,19 @@ class Capability(StrEnum):
     ``compact`` serve the tables' change feeds (:mod:`spi.changes`)."""
 
 
-__all__ = ["Capability"]
+SHARED_DURABLE = frozenset(
+    {
+        Capability.TRANSACTIONS,
+        Capability.SECONDARY_INDEXES,
+        Capability.VERIFY,
+        Capability.THREADS,
+        Capability.PROCESSES,
+        Capability.DURABLE,
+        Capability.CHANGES,
+        Capability.EXPIRY,
+    }
+)
+"""Everything but ``sql``: what a durable store several processes share declares
+(RocksDB, etcd; PostgreSQL adds ``sql``)."""
+
+__all__ = ["SHARED_DURABLE", "Capability"]

@@ -9,13 +9,13 @@ from typing import Any, TypeVar
 from providers.etcd.client import EtcdClient
 from providers.etcd.store import EtcdStore
 from providers.etcd.url import EtcdUrl, parse_url
+from spi.capabilities import SHARED_DURABLE
 from spi.errors import FrozenTableError, IncompatibleSchemaError, InvalidFieldError, SchemaError
 from spi.keys import KeyLike
 from spi.kv import KvProvider, StoreSession
 from spi.kv.admin import KvAdmin
 from spi.kv.autocommit import KvAutoCommitTable
 from spi.kv.layout import Layout
-from spi.kv.provider import DURABLE_CAPABILITIES
 from spi.provider import AutoCommitTable, TransactionBase
 from spi.table import TableBase
 
@@ -143,7 +143,7 @@ class EtcdProvider(KvProvider):
     never) how often an open provider sweeps expired rows in the background.
     """
 
-    capabilities: frozenset[str] = DURABLE_CAPABILITIES
+    capabilities: frozenset[str] = SHARED_DURABLE
 
     @classmethod
     def from_url(cls, url: str, *, create: bool = True) -> EtcdProvider:

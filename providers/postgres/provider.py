@@ -12,7 +12,7 @@ from providers.postgres.database import PgDatabase
 from providers.postgres.single import PgAutoCommitTable
 from providers.postgres.transaction import PgTransaction, begin
 from providers.postgres.url import PgSettings, parse_url
-from spi.capabilities import Capability
+from spi.capabilities import SHARED_DURABLE, Capability
 from spi.changes import Change, Progress, check_watch, watching
 from spi.errors import ConflictError
 from spi.keys import KeyLike
@@ -27,19 +27,7 @@ T = TypeVar("T")
 class PostgresProvider(ProviderBase):
     """Logical tables as real PostgreSQL tables in one schema (see the package docs)."""
 
-    capabilities: frozenset[str] = frozenset(
-        {
-            Capability.TRANSACTIONS,
-            Capability.SECONDARY_INDEXES,
-            Capability.VERIFY,
-            Capability.THREADS,
-            Capability.PROCESSES,
-            Capability.DURABLE,
-            Capability.SQL,
-            Capability.CHANGES,
-            Capability.EXPIRY,
-        }
-    )
+    capabilities: frozenset[str] = SHARED_DURABLE | {Capability.SQL}
 
     def __init__(self, settings: PgSettings, secret: str | None, *, create: bool = True) -> None:
         super().__init__(settings.masked)

@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 
 from providers.rocksdb.handle import driver_error, handle_for
 from providers.rocksdb.url import RocksUrl, parse_url
+from spi.capabilities import SHARED_DURABLE
 from spi.errors import KvError, ProviderUnavailableError, UrlError
 from spi.kv import KvProvider, OrderedStore, StoreSession
-from spi.kv.provider import DURABLE_CAPABILITIES
 from spi.kv.store import FIRST_CHUNK, MAX_CHUNK, STALE, Stale, chunked
 
 T = TypeVar("T")
@@ -246,7 +246,7 @@ class RocksDBProvider(KvProvider):
     how often an open provider sweeps expired rows in the background.
     """
 
-    capabilities: frozenset[str] = DURABLE_CAPABILITIES
+    capabilities: frozenset[str] = SHARED_DURABLE
 
     @classmethod
     def from_url(cls, url: str, *, create: bool = True) -> RocksDBProvider:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from spi.capabilities import Capability
 from spi.changes import DEFAULT_RETENTION, check_watch, watching
 from spi.errors import KvError
 from spi.keys import KeyLike
@@ -21,21 +20,6 @@ from spi.sweeper import DEFAULT_SWEEP_INTERVAL, BackgroundSweeper
 if TYPE_CHECKING:  # imported when first used: a one-off read or count needs neither
     from spi.changes import Change, Progress
     from spi.kv.admin import KvAdmin
-
-
-DURABLE_CAPABILITIES = frozenset(
-    {
-        Capability.TRANSACTIONS,
-        Capability.SECONDARY_INDEXES,
-        Capability.VERIFY,
-        Capability.THREADS,
-        Capability.PROCESSES,
-        Capability.DURABLE,
-        Capability.CHANGES,
-        Capability.EXPIRY,
-    }
-)
-"""What the engine gives a durable store that several processes share (RocksDB, etcd)."""
 
 
 class KvProvider(ProviderBase):
