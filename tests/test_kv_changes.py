@@ -185,8 +185,14 @@ def test_a_rocksdb_commit_announces_its_revision_in_a_file(tmp_path: Path) -> No
 _WATCHER = """
 import sys, spi
 p = spi.connect(sys.argv[1])
-for _ in p.watch("t", timeout=30):
-    print("event", flush=True)
+waiting = False
+for item in p.watch("t", timeout=30, progress=1.0):  # a read a second, as without it
+    if isinstance(item, spi.Progress):
+        if not waiting:  # a bookmark: the watcher read the feed and waits now
+            print("waiting", flush=True)
+            waiting = True
+    else:
+        print("event", flush=True)
 """
 
 
@@ -214,13 +220,13 @@ def test_a_waiting_rocksdb_watcher_does_not_hold_the_path(tmp_path: Path) -> Non
         text=True,
     )
     try:
-        time.sleep(1.5)  # the watcher has read the feed once and waits now
+        assert watcher.stdout is not None
+        assert watcher.stdout.readline().strip() == "waiting"  # it read the feed once and waits now
         for _ in range(10):
             assert _path_is_free(tmp_path / "db")
             time.sleep(0.03)
         with spi.connect(url) as p:
             p.table("t").upsert({"id": 1, "g": 0})
-        assert watcher.stdout is not None
         assert watcher.stdout.readline().strip() == "event"
         time.sleep(0.1)  # a watcher's read closes the database at once: no 0.25 s linger
         assert _path_is_free(tmp_path / "db")
