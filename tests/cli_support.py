@@ -11,7 +11,9 @@ import importlib
 import os
 import subprocess
 import sys
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,3 +118,13 @@ ORDERS_FIELDS = [
     "--field", "total:double", "--field", "data:bytes", "--field", "ts:timestamp",
     "--pk", "region,id", "--index", "status",
 ]  # fmt: skip
+
+
+def until(check: Callable[[], bool], timeout: float = 5.0) -> bool:
+    """Whether ``check()`` holds within ``timeout`` seconds (polled every 0.05 s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()

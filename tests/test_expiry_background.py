@@ -11,22 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import REPO
+from cli_support import REPO, until
 
 import spi
 from spi.errors import RevisionCompactedError, UrlError
 from spi.testing.fixtures import ORDERS
 
 FED = ORDERS.with_changes(True)
-
-
-def _until(check: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 @pytest.fixture(params=["memory", "rocksdb", "postgres"])
@@ -54,7 +45,7 @@ def test_an_open_provider_sweeps_in_the_background(opener: Callable[[str], Any])
     t = p.table("orders")
     t.upsert({"region": "eu", "id": 1}, ttl=0.2)
     t.upsert({"region": "eu", "id": 2})
-    assert _until(lambda: [e.op for e in p.changes("orders")] == ["put", "put", "expire"])
+    assert until(lambda: [e.op for e in p.changes("orders")] == ["put", "put", "expire"])
     assert t.count() == 1
 
 
@@ -89,7 +80,7 @@ def test_postgres_retention_forgets_old_events(pg_factory: Callable[..., Any]) -
             return exc.oldest >= first
         return False
 
-    assert _until(compacted)
+    assert until(compacted)
     assert [e.key["id"] for e in p.changes("orders", since=first)] == [2]
 
 

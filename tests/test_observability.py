@@ -13,22 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cli_support import REPO
+from cli_support import REPO, until
 
 import spi
 from spi.stats import NAMES
 
 FIELDS = [spi.Field("k", "string"), spi.Field("n", "long"), spi.Field("tag", "string")]
 PLAIN = spi.TableSpec("plain", FIELDS, ["k"])
-
-
-def _until(check: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return check()
 
 
 def _everyday_calls(p: Any) -> None:
@@ -112,7 +103,7 @@ def test_background_sweeps_are_counted(tmp_path: Path) -> None:
     with spi.connect(f"rocksdb://{tmp_path}/db?sweep_interval=0.05") as p:
         p.admin.create(PLAIN)
         p.table("plain").upsert({"k": "gone"}, ttl=0.05)
-        assert _until(lambda: p.stats()["swept_rows"] == 1)
+        assert until(lambda: p.stats()["swept_rows"] == 1, timeout=10)
         assert p.stats()["sweeps"] >= 1 and p.stats()["sweep_errors"] == 0
 
 
