@@ -234,6 +234,16 @@ def test_rocksdb_point_writes_wait_for_a_transaction_in_another_thread(tmp_path:
         assert row is not None and (row["n"], row["tag"], row.version, row.expires_at) == (103, "u", 6, None)
         assert t.count() == 1
         assert p.admin.verify("plain") == []
+        # New rows take the point path too: version 1, counted, the other columns null.
+        assert t.upsert({"k": "b", "tag": "new"}) == 1
+        assert t.increment(("c",), "n", 5) == 5
+        assert [(r.to_dict(), r.version) for r in t.scan()] == [
+            ({"k": "a", "n": 103, "tag": "u"}, 6),
+            ({"k": "b", "n": None, "tag": "new"}, 1),
+            ({"k": "c", "n": 5, "tag": None}, 1),
+        ]
+        assert t.count() == 3
+        assert p.admin.verify("plain") == []
         with pytest.raises(spi.InvalidFieldError, match="must be an integer"):
             t.increment(("a",), "n", 1.5)
         assert t.read(("a",)).version == 6  # type: ignore[union-attr]

@@ -25,7 +25,7 @@ from spi.filters import Expr
 from spi.keys import KeyLike, Range, key_of, normalize_key
 from spi.kv.buffer import WriteBuffer
 from spi.kv.feed import FeedSettings
-from spi.kv.layout import Layout, LayoutCache
+from spi.kv.layout import Layout, LayoutCache, pack, unpack
 from spi.kv.store import STALE, OrderedStore, Stale, StoreSession
 from spi.kv.table import KvTable, StoredPage
 from spi.kv.transaction import commit, stored_layout
@@ -34,31 +34,40 @@ from spi.provider import AutoCommitTable, ProviderBase
 from spi.row import Row
 from spi.table import TableBase
 from spi.types import validate_value
-from spi.validate import check_increment, check_limit, validate_row
+from spi.validate import check_increment, check_limit, full_row, validate_row
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-def _existing(session: StoreSession, layout: Layout, key: bytes) -> Stored | None:
-    """The row stored under ``key`` if it never expires (None: a new row, or one with
-    an expiry, which the general path writes)."""
+def _stored(session: StoreSession, layout: Layout, key: bytes) -> Stored | Stale | None:
+    """The row stored under ``key`` (None: none; STALE: one with an expiry, which the
+    general path writes)."""
     raw = session.get(key)
     if raw is None:
         return None
     old = layout.decode_row(raw)
-    return old if old.expires is None else None
+    return old if old.expires is None else STALE
+
+
+def _put(session: StoreSession, layout: Layout, key: bytes, values: dict[str, Any], old: Stored | None) -> int:
+    """Commit the whole row ``values`` under ``key`` over ``old`` (None: a new row, also
+    counted in the table's row counter); the row's new version."""
+    version = 1 if old is None else old.version + 1
+    writes = {key: layout.encode_row(values, version, None)}
+    if old is None and (counted := session.get(layout.count_key)) is not None:  # older tables have no counter
+        writes[layout.count_key] = pack(unpack(counted) + 1)
+    keys = sorted(writes)
+    session.commit([], keys, [writes[k] for k in keys])
+    return version
 
 
 def _merge(session: StoreSession, layout: Layout, key: bytes, values: dict[str, Any]) -> int | Stale:
-    """Merge ``values`` into the row under ``key`` and commit it: the new version
-    (STALE: not such a row, see :func:`_existing`)."""
-    old = _existing(session, layout, key)
-    if old is None:
+    """Upsert ``values`` as the row under ``key``: the new version (STALE: see :func:`_stored`)."""
+    old = _stored(session, layout, key)
+    if old is STALE:
         return STALE
-    version = old.version + 1
-    session.commit([], [key], [layout.encode_row({**old.values, **values}, version, None)])
-    return version
+    return _put(session, layout, key, full_row(layout.spec, values) if old is None else {**old.values, **values}, old)
 
 
 class _Provider(Protocol):
@@ -132,11 +141,11 @@ class KvAutoCommitTable(AutoCommitTable):
         commit(buffer, self._feed)
         return result
 
-    # The everyday one-off writes, upsert and increment of a row that exists, on a
-    # plain table (no feed, index, expiry or freeze) are a get and a put of one key:
-    # while the store is idle they run as just that (merged and encoded here, with
-    # the shared checks), not through the table code, a write buffer and a commit.
-    # Anything else (a new row, a row with an expiry) takes the general path.
+    # The everyday one-off writes, upsert and increment, on a plain table (no feed,
+    # index, expiry or freeze) are a get and a put of one key (a new row: also its
+    # table's row counter): while the store is idle they run as just that (merged and
+    # encoded here, with the shared checks), not through the table code, a write
+    # buffer and a commit. A stored row with an expiry takes the general path.
     def upsert(self, row: Mapping[str, Any], *, ttl: int | float | None = None) -> int:
         """See :meth:`TableBase.upsert` (a point write while the store is idle)."""
         known = self._plain() if ttl is None else None
@@ -156,15 +165,17 @@ class KvAutoCommitTable(AutoCommitTable):
             layout = known[1]
             spec = layout.spec
             ftype, checked = check_increment(spec, column, amount)
-            encoded = layout.row_prefix + layout.encode_key(normalize_key(spec, key))
+            k = normalize_key(spec, key)
+            encoded = layout.row_prefix + layout.encode_key(k)
 
             def add(session: StoreSession) -> int | float | Stale:
-                old = _existing(session, layout, encoded)
-                if old is None:
+                old = _stored(session, layout, encoded)
+                if old is STALE:
                     return STALE
-                values = old.values  # freshly decoded: ours to change
+                # A stored row's values are freshly decoded: ours to change.
+                values = full_row(spec, dict(zip(spec.primary_key, k))) if old is None else old.values
                 values[column] = new = validate_value(ftype, (values[column] or 0) + checked, column)
-                session.commit([], [encoded], [layout.encode_row(values, old.version + 1, None)])
+                _put(session, layout, encoded, values, old)
                 return new  # type: ignore[no-any-return]
 
             done = self._store.write_if_idle(known[0], add)
