@@ -64,14 +64,17 @@ def run_async(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., Non
 
 async def settle(app: DashboardApp, pilot: Any, timeout: float = 10.0) -> None:
     """Wait until every worker has finished and its UI update has run: no worker
-    running for three looks in a row, so one a key press starts a moment later (a
-    busy machine) is waited for too. The live view's watch runs until stopped: it is
-    not waited for."""
+    pending or running, and no page on its way, for three looks in a row, so one a key
+    press starts a moment later (a busy machine) is waited for too. A worker not yet
+    started counts: on a loaded machine it can stay pending for longer than the looks.
+    The live view's watch runs until stopped: it is not waited for."""
     await pilot.pause()
     quiet = 0
     for _ in range(int(timeout / 0.01)):
         await pilot.pause(0.01)
-        quiet = 0 if any(w.is_running and w.group != "live" for w in app.workers) else quiet + 1
+        busy = any(not w.is_finished and w.group != "live" for w in app.workers)
+        busy = busy or bool(getattr(app.screen, "page_pending", False))
+        quiet = 0 if busy else quiet + 1
         if quiet >= 3:
             break
     await pilot.pause()

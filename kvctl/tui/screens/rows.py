@@ -96,6 +96,8 @@ class RowsScreen(LiveScreen):
         self._exporting: int | None = None
         self._busy_timer: Timer | None = None
         self._page_size = 0
+        self._pending: tuple[Position, Cursor, bool, bool] | None = None
+        """The read on its way (position, cursor, reload_spec, previous), until shown."""
         self._last_read = 0.0
         self._example_of: spi.TableSpec | None = None
 
@@ -112,6 +114,11 @@ class RowsScreen(LiveScreen):
         self._load(Position(), Cursor(), reload_spec=True)
         if self.live_at_start:
             self.action_watch()
+
+    @property
+    def page_pending(self) -> bool:
+        """True while a page read is on its way (not yet shown or failed)."""
+        return self._pending is not None
 
     def _page_rows(self) -> int:
         """Rows that fit the grid (estimated from the screen before the first layout)."""
@@ -144,6 +151,7 @@ class RowsScreen(LiveScreen):
         self._page_size = self._page_rows()
         self._last_read = time.monotonic()
         self._reading = True  # the live view holds its events until this page is shown
+        self._pending = (position, cursor, reload_spec, previous)
         self._read(position, cursor, self.rows_query, self._page_size, reload_spec, previous)
 
     def _show_busy(self) -> None:
@@ -193,7 +201,7 @@ class RowsScreen(LiveScreen):
         if not self.is_attached:
             return
         self._not_busy()
-        self._reading = False
+        self._reading, self._pending = False, None
         text = error_text(exc)
         self.query_one("#status", Static).update(f"error: {text}")
         self.notify(text, severity="error", timeout=10)
@@ -202,6 +210,7 @@ class RowsScreen(LiveScreen):
         if not self.is_attached:
             return
         self._not_busy()
+        self._pending = None
         if not view.rows and not view.at_start and cursor.key is None:
             self._load(view.position, Cursor(line=10**9), previous=True)  # the page emptied: step back
             return
@@ -316,8 +325,14 @@ class RowsScreen(LiveScreen):
             self.grid.move_cursor(row=0)
 
     def on_resize(self, event: events.Resize) -> None:
-        """A new height is a new page size: read the page again from its start."""
-        if self.view is not None and self._page_rows() != self._page_size:
+        """A new height is a new page size: read the page again from its start (or,
+        while a page is on its way, that page: not the one it replaces)."""
+        if self._page_rows() == self._page_size:
+            return
+        if self._pending is not None:
+            position, cursor, reload_spec, previous = self._pending
+            self._load(position, cursor, reload_spec=reload_spec, previous=previous)
+        elif self.view is not None:
             self._load(self.position, self._cursor_here())
 
     def _cursor_here(self) -> Cursor:
