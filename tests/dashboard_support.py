@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual import events
 from textual.keys import KEY_NAME_REPLACEMENTS
 from textual.widgets import DataTable
@@ -46,8 +47,16 @@ def filled(provider: Any) -> Any:
     return provider
 
 
-def open_provider(kind: str, tmp_path: Path) -> Any:
-    """A filled memory or RocksDB provider."""
+KINDS = ["rocksdb", pytest.param("postgres", marks=pytest.mark.postgres)]
+"""The providers the dashboard suites run on: RocksDB (the ordered-store engine the
+memory provider shares) and PostgreSQL (on the test server)."""
+
+
+def open_provider(kind: str, tmp_path: Path, request: Any = None) -> Any:
+    """A filled memory, RocksDB or PostgreSQL provider (PostgreSQL: a fresh schema
+    from the ``pg_factory`` fixture, through ``request``)."""
+    if kind == "postgres":
+        return filled(request.getfixturevalue("pg_factory")())
     url = "memory://" if kind == "memory" else f"rocksdb://{tmp_path}/db"
     return filled(spi.connect(url))
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from dashboard_support import (
+    KINDS,
     ORDER_ROWS,
     cells,
     cursor_cells,
@@ -37,7 +38,6 @@ from kvctl.tui.screens.rows import RowsScreen
 from kvctl.tui.screens.tables import TablesScreen
 from spi.testing.fixtures import ORDERS, order_rows
 
-KINDS = ["memory", "rocksdb"]
 DASH = "\u2013"  # an en dash, as in "rows 1\u201331"
 CONTRACT_KEYS = ["?", "/", "⏎", "a", "e", "d", "s", "g", "o", "r", "w", "x", "c", "^p", "esc", "q"]
 FOOTER_LABELS = ["Help", "Filter", "Open", "Add", "Edit", "Delete", "Spec", "Go to", "Order", "Refresh", "Watch"]
@@ -46,7 +46,7 @@ FOOTER_LABELS += ["Export", "Copy", "Palette", "Back", "Quit"]
 
 @pytest.fixture(params=KINDS)
 def provider(request: Any, tmp_path: Path) -> Any:
-    p = open_provider(request.param, tmp_path)
+    p = open_provider(request.param, tmp_path, request)
     yield p
     p.close()
 

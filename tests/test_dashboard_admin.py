@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from dashboard_support import (
+    KINDS,
     cells,
     dashboard,
     fill,
@@ -67,9 +68,9 @@ async def close_palette(app: Any, pilot: Any) -> None:
         await pilot.pause(0.05)
 
 
-@pytest.fixture(params=["memory", "rocksdb"])
+@pytest.fixture(params=KINDS)
 def provider(request: Any, tmp_path: Path) -> Any:
-    p = open_provider(request.param, tmp_path)
+    p = open_provider(request.param, tmp_path, request)
     yield p
     p.close()
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from dashboard_support import (
+    KINDS,
     dashboard,
     filter_rows,
     footer_line,
@@ -42,9 +43,9 @@ LATE_KEY = spi.TableSpec(
 )
 
 
-@pytest.fixture(params=["memory", "rocksdb"])
+@pytest.fixture(params=KINDS)
 def provider(request: Any, tmp_path: Path) -> Any:
-    p = open_provider(request.param, tmp_path)
+    p = open_provider(request.param, tmp_path, request)
     yield p
     p.close()
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from dashboard_support import (
+    KINDS,
     cells,
     dashboard,
     in_key_order,
@@ -50,25 +51,23 @@ def add_live_table(provider: Any) -> Any:
     return provider
 
 
-@pytest.fixture(params=["memory", "rocksdb"])
+@pytest.fixture(params=KINDS)
 def kind(request: Any) -> str:
     return str(request.param)
 
 
 @pytest.fixture
-def provider(kind: str, tmp_path: Path) -> Iterator[Any]:
-    p = add_live_table(open_provider(kind, tmp_path))
+def provider(kind: str, tmp_path: Path, request: Any) -> Iterator[Any]:
+    p = add_live_table(open_provider(kind, tmp_path, request))
     yield p
     p.close()
 
 
 @pytest.fixture
-def writer(kind: str, provider: Any) -> Iterator[Any]:
-    """Another handle on the same store: for RocksDB a provider object of its own (the
-    store's per-path lock is shared with the dashboard's); memory lives in one object."""
-    if kind == "memory":
-        yield provider
-        return
+def writer(provider: Any) -> Iterator[Any]:
+    """Another handle on the same store: a provider object of its own (RocksDB: the
+    store's per-path lock is shared with the dashboard's; PostgreSQL: its own
+    connections)."""
     other = spi.connect(provider.url)
     yield other
     other.close()
@@ -120,9 +119,8 @@ async def test_rows_follow_writes_of_another_handle_and_are_marked(
         await start_live(app, pilot)
         revision = provider.revision()
         assert status_line(app) == f"events · rows 1\u2013{size} of {ROWS} · live · revision {revision}"
-        assert f"kvctl dashboard — live · revision {revision} · memory://" in screen_text(app).splitlines()[0] or (
-            f"live · revision {revision} · rocksdb://" in screen_text(app).splitlines()[0]
-        )
+        scheme = provider.url.split("://")[0]
+        assert f"kvctl dashboard — live · revision {revision} · {scheme}://" in screen_text(app).splitlines()[0]
         assert marks(app) == [""] * size
 
         first = rows[0]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from dashboard_support import (
+    KINDS,
     cursor_cells,
     dashboard,
     fill,
@@ -25,6 +26,7 @@ from dashboard_support import (
     screen_text,
     settle,
     status_line,
+    wait_for,
 )
 from textual.widgets import Button, Checkbox, DataTable, Input
 
@@ -32,14 +34,15 @@ import spi
 from kvctl.output import OutputFormat, print_rows
 from kvctl.render import json_row
 from kvctl.tui.screens.detail import RowDetailScreen
+from kvctl.tui.screens.dialogs import ExportScreen, OrderScreen
 from kvctl.tui.screens.row_form import RowFormScreen
 from kvctl.tui.screens.rows import RowsScreen
 from spi.testing.fixtures import ALL_TYPES, ORDERS, order_rows
 
 
-@pytest.fixture(params=["memory", "rocksdb"])
+@pytest.fixture(params=KINDS)
 def provider(request: Any, tmp_path: Path) -> Any:
-    p = open_provider(request.param, tmp_path)
+    p = open_provider(request.param, tmp_path, request)
     yield p
     p.close()
 
@@ -91,10 +94,13 @@ async def test_export_writes_the_current_view(provider: Any, tmp_path: Path, fmt
     target = tmp_path / f"out.{fmt}"
     async with dashboard(provider, size=(140, 45)) as (app, pilot):
         await filter_rows(app, pilot, "total > 10")
-        await pilot.press("o", "down", "down", "down", "enter")  # status descending
+        await pilot.press("o")
+        await wait_for(pilot, "the order dialog", lambda: isinstance(app.screen, OrderScreen))
+        await pilot.press("down", "down", "down", "enter")  # status descending
+        await wait_for(pilot, "the rows", lambda: isinstance(app.screen, RowsScreen))
         await settle(app, pilot)
         await pilot.press("x")
-        await settle(app, pilot)
+        await wait_for(pilot, "the export dialog", lambda: isinstance(app.screen, ExportScreen))
         assert app.screen.query_one("#export-path", Input).value == "orders.csv"
         await fill(pilot, "#export-path", str(target))
         await pilot.press("enter")
