@@ -4,6 +4,11 @@ Every result (rows, versions, counts, booleans, new values) and every error clas
 must match between the provider under test and a reference provider, by default
 the reference model :class:`spi.testing.reference.ReferenceProvider`, which shares
 no code with the engine the real providers run on.
+
+Revisions need not be the same numbers on both sides (SPI.md allows gaps): they are
+compared through an order-preserving map built as the run goes
+(:class:`spi.testing.revisions.RevisionMap`), and a ``since`` or ``compact`` revision
+the operations name is the reference's, passed to the provider as its own.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from spi.capabilities import Capability
 from spi.changes import Change
 from spi.errors import KvError
 from spi.testing.reference import ReferenceProvider
+from spi.testing.revisions import RevisionMap
 
 SPEC = spi.TableSpec(
     "t",
@@ -229,18 +235,23 @@ _FEED_OPS = st.one_of(
 """The operations of a change-fed run: every write, reading the feed, compacting it."""
 
 
-def _norm(value: Any) -> Any:
+def _same(revision: int) -> int:
+    return revision
+
+
+def _norm(value: Any, revision: Callable[[int], int] = _same) -> Any:
+    """``value`` in comparable form; an event's revision as ``revision`` maps it."""
     if isinstance(value, float):
         return "nan" if math.isnan(value) else value
     if isinstance(value, spi.Row):
         return ({k: _norm(v) for k, v in value.items()}, value.version)
     if isinstance(value, Change):  # the commit time differs between the two
-        head = (value.revision, value.table, value.op, _norm(value.key), _norm(value.row), value.version)
+        head = (revision(value.revision), value.table, value.op, _norm(value.key), _norm(value.row), value.version)
         return (*head, value.created, _norm(value.prev))
     if isinstance(value, dict):
         return {k: _norm(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_norm(v) for v in value]
+        return [_norm(v, revision) for v in value]
     return value
 
 
@@ -316,11 +327,41 @@ class _Rollback(Exception):
     pass
 
 
-def _outcome(p: Any, op: tuple[Any, ...]) -> Any:
+def _outcome(p: Any, op: tuple[Any, ...], revision: Callable[[int], int] = _same) -> Any:
     try:
-        return ("ok", _norm(_apply(p, op)))
+        return ("ok", _norm(_apply(p, op), revision))
     except KvError as exc:
         return ("error", type(exc).__name__, getattr(exc, "row_index", None))
+
+
+_REVISION_OPS = ("changes", "compact")
+"""Operations whose second item is a revision (the reference's)."""
+
+
+def _follow(p: Any, ref: Any, revisions: RevisionMap) -> None:
+    """Pair the revisions both sides committed since the last call, in order, and check
+    that the provider's current revision is the reference's. The feeds are read only
+    when the reference took a new revision (a load may take several)."""
+    mine, theirs = p.revision(), ref.revision()
+    p_last, r_last = revisions.last
+    if theirs != r_last:
+        revisions.pair_feeds(
+            [e.revision for e in p.changes(since=p_last)], [e.revision for e in ref.changes(since=r_last)]
+        )
+    assert mine == revisions.last[0] and theirs == revisions.last[1], (
+        f"the provider is at revision {mine}, the reference at {theirs}: after the pairs up to {revisions.last}"
+    )
+
+
+def _feed_outcomes(p: Any, ref: Any, op: tuple[Any, ...], revisions: RevisionMap | None) -> tuple[Any, Any]:
+    """The outcomes of ``op`` on both sides of a run, revisions compared through the map."""
+    if revisions is None:
+        return _outcome(p, op), _outcome(ref, op)
+    if op[0] in _REVISION_OPS:
+        _follow(p, ref, revisions)
+        mine = (op[0], revisions.to_provider(op[1]), *op[2:])
+        return _outcome(p, mine, revisions.to_reference), _outcome(ref, op)
+    return _outcome(p, op), _outcome(ref, op)
 
 
 def _k(a: str, b: int) -> dict[str, Any]:
@@ -498,15 +539,15 @@ class DifferentialTests:
             with _opened(provider_factory) as p, _opened(reference_factory) as ref:
                 p.admin.create(FED_SPEC if fed else SPEC)
                 ref.admin.create(FED_SPEC if fed else SPEC)
+                revisions = RevisionMap() if fed else None
                 for i, op in enumerate(ops):
-                    got, want = _outcome(p, op), _outcome(ref, op)
+                    got, want = _feed_outcomes(p, ref, op, revisions)
                     assert got == want, f"operation {i} {op!r}: provider gave {got!r}, reference {want!r}"
                 final = _outcome(p, ("scan", {}))
                 assert final == _outcome(ref, ("scan", {}))
-                if fed:  # the whole feed: every event of every write, in order
-                    assert p.revision() == ref.revision()
-                    whole = ("changes", 0, {"prev": True}, None)
-                    assert _outcome(p, whole) == _outcome(ref, whole)
+                if revisions is not None:  # the whole feed: every event of every write, in order
+                    got, want = _feed_outcomes(p, ref, ("changes", 0, {"prev": True}, None), revisions)
+                    assert got == want
 
         run()
 

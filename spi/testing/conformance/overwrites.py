@@ -19,6 +19,7 @@ from spi.row import Row
 from spi.spec import Field, TableSpec
 from spi.testing.conformance.changes import FED, fed_orders
 from spi.testing.requirements import requires
+from spi.testing.revisions import groups
 
 SHORT = 0.3
 """Seconds an old row that must have expired lives."""
@@ -71,9 +72,10 @@ class OverwriteChangeTests:
         provider.table(staging).load(new, mode="insert", keep_versions=True)
         assert provider.revision() == before
         provider.admin.swap_rows("orders", staging)
-        assert provider.revision() == before + 1
+        swapped = provider.revision()
+        assert swapped > before
         events = list(provider.changes("orders", since=before, prev=True))
-        assert {e.revision for e in events} == {before + 1}
+        assert {e.revision for e in events} == {swapped}
         assert [(e.op, e.key, e.version, e.created) for e in events] == [
             ("delete", {"region": "eu", "id": 1}, None, None),
             ("put", {"region": "eu", "id": 2}, 7, False),
@@ -89,7 +91,7 @@ class OverwriteChangeTests:
         if Capability.VERIFY in provider.capabilities:
             assert provider.admin.verify("orders") == [] and provider.admin.verify(staging) == []
         provider.admin.drop(staging)
-        assert provider.revision() == before + 1  # a staging table has no feed: its drop records nothing
+        assert provider.revision() == swapped  # a staging table has no feed: its drop records nothing
 
     def test_a_reader_applying_the_feed_reaches_the_new_state(self, provider: Any) -> None:
         n, h = self.overwrite_rows, self.overwrite_rows // 2
@@ -99,16 +101,17 @@ class OverwriteChangeTests:
         t.delete(("eu", 6))
         new = [Row({"region": "eu", "id": i, "status": f"s{i % 5}"}, 1 + i % 4) for i in range(h, n + h)]
         new.append(Row({"region": "us", "id": 0, "note": "only here"}, 3))
+        before = provider.revision()
         provider.admin.drop(_overwrite(provider, new))
         t.upsert({"region": "eu", "id": h + n // 12, "note": "after"})
         final = _state(t.scan())
         assert _applied(provider.changes("orders")) == final
         assert len(final) == n + 1 and t.count() == n + 1
         assert t.count(where=None) == len(list(t.scan(order_by="status")))
-        swap = list(provider.changes("orders", since=provider.revision() - 2, limit=n + h + 1))
+        swap = list(provider.changes("orders", since=before, limit=n + h + 1))
         assert [e.op for e in swap[:h]] == ["delete"] * (h - 1) + ["put"]  # 6 was deleted before
         assert [e.created for e in swap[h - 1 : n + h]] == [False] * h + [True] * (h + 1)
-        assert swap[n + h].revision == swap[n + h - 1].revision + 1
+        assert groups(swap) == [n + h, 1] and before < swap[0].revision < swap[-1].revision == provider.revision()
 
     def test_overwrites_with_nothing_old_or_nothing_new(self, provider: Any) -> None:
         t = fed_orders(provider)
@@ -120,7 +123,8 @@ class OverwriteChangeTests:
         middle = provider.revision()
         provider.admin.drop(_overwrite(provider, []))
         assert [(e.op, e.key["id"]) for e in provider.changes("orders", since=middle)] == [("delete", 1)]
-        assert t.count() == 0 and provider.revision() == middle + 1
+        assert t.count() == 0 and provider.revision() > middle
+        assert [e.revision for e in provider.changes("orders", since=middle)] == [provider.revision()]
 
     def test_a_watcher_sees_the_overwrite(self, provider: Any) -> None:
         t = fed_orders(provider)
@@ -159,7 +163,7 @@ class OverwriteChangeTests:
         with pytest.raises(IncompatibleSchemaError):
             provider.admin.swap_rows("orders", staging)
         provider.admin.drop(staging)
-        assert provider.revision() == altered and altered in (revision, revision + 1)  # the alter may take one
+        assert provider.revision() == altered >= revision  # the alter may take one
         assert list(provider.changes("orders", since=revision)) == []
         narrow = {k: ({c: v for c, v in r.items() if c != "extra"}, n) for k, (r, n) in _state(t.scan()).items()}
         assert narrow == rows
