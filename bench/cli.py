@@ -14,7 +14,8 @@ of 3,376 rows (``iata`` key, name, city, country, lat, lon, alt). Targets:
 - ``kvctl scan airports --all -o table``: at most 2x the same scan with ``-o ndjson``
   (output to /dev/null with ``COLUMNS=120``, so the grid is fitted as on a terminal).
 
-Exits 1 when a target is missed.
+Exits 3 when a target is missed (``TARGET_MISSED``, bench/common.py); 1 when a
+command fails or the bench crashes.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.common import TARGET_MISSED
 from bench.processes import ENV, Timing, Verdict, median, run, script
 
 AIRPORTS = 3376
@@ -62,7 +64,7 @@ def write_airports(path: str, n: int) -> list[str]:
 
 
 def main() -> None:
-    """Measure, print the table and exit 1 on a missed target."""
+    """Measure, print the table and exit TARGET_MISSED on a missed target."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="timed runs of each command (default 15)")
     parser.add_argument("--rows", type=int, default=AIRPORTS, help=f"airports in the table (default {AIRPORTS})")
@@ -114,7 +116,7 @@ def main() -> None:
         else:
             line += f"{'':>8}  {'':<16}{'':>8}  {'':<8}{timing.cpu * 1000:>8.1f}"
         print(line)
-    sys.exit(0 if ok else 1)
+    sys.exit(0 if ok else TARGET_MISSED)
 
 
 if __name__ == "__main__":

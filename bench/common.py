@@ -1,10 +1,18 @@
-"""Shared helpers for the benchmark scripts: timing and the result table."""
+"""Shared helpers for the benchmark scripts: timing, the result table, the missed-target exit status."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+TARGET_MISSED = 3
+"""The exit status of a bench that ran to the end and missed a target it prints.
+
+Not 1, which an uncaught exception (a crash) exits with, nor 2, argparse's usage
+error and the benches' own "cannot run" (no server, a missing tool): a smoke test
+that accepts 0 or ``TARGET_MISSED`` fails when its bench crashes.
+"""
 
 
 @dataclass

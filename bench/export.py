@@ -14,6 +14,8 @@ writing the same rows (already in memory as Arrow) to parquet directly. Without
 ``--url`` a throwaway PostgreSQL server is started (tests/pg_server.py). Needs the
 JDBC driver jar (Debian: ``apt-get install libpostgresql-jdbc-java``).
 Target: kvctl at least as fast as JDBC (ratio = JDBC time / kvctl time >= 1).
+Exit status: 0 the target met, 3 missed (``TARGET_MISSED``, bench/common.py), 1 a
+crash or no JDBC driver or PostgreSQL.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(1, os.path.join(ROOT, "tests"))
 
 import spi  # noqa: E402
+from bench.common import TARGET_MISSED  # noqa: E402
 
 JAR = "/usr/share/java/postgresql.jar"
 ROUNDS = 5
@@ -133,7 +136,7 @@ def timed(fn: Callable[[], object]) -> float:
 
 
 def main() -> None:
-    """Run the comparison and print times and ratios."""
+    """Run the comparison and print times and ratios; exit TARGET_MISSED if the target is missed."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=None, help="default: Spark's default parallelism")
@@ -157,11 +160,12 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="kvctl-bench-export-")
     try:
         ensure_table(url, args.rows)
-        run(url, args.rows, args.partitions, args.master, work, rounds=args.rounds, warm_ups=args.warm_ups)
+        ok = run(url, args.rows, args.partitions, args.master, work, rounds=args.rounds, warm_ups=args.warm_ups)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if server is not None:
             server.stop()
+    sys.exit(0 if ok else TARGET_MISSED)
 
 
 def run(
@@ -174,9 +178,9 @@ def run(
     rounds: int = ROUNDS,
     warm_ups: int = WARM_UPS,
     spark: Any = None,
-) -> None:
+) -> bool:
     """The timed part: warm-up, kvctl export, JDBC export, pyarrow floor (in ``spark``,
-    a session with the JDBC driver jar, or one started here)."""
+    a session with the JDBC driver jar, or one started here); True when the target is met."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -231,6 +235,7 @@ def run(
         f"kvctl speed vs JDBC (JDBC time / kvctl time): best {best:.2f} (target >= 1: {verdict}), median {median:.2f}"
     )
     print(f"kvctl time vs pyarrow floor: {min(kvctl_times) / floor_s:.1f}x")
+    return best >= 1
 
 
 if __name__ == "__main__":

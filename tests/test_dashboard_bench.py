@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.common import TARGET_MISSED
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -27,6 +29,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert result.returncode in (0, 1), result.stderr  # 1: a target missed on a busy machine
+    # TARGET_MISSED: a target missed on a busy machine; 1 (a crash) or 2 (an error) fails
+    assert result.returncode in (0, TARGET_MISSED), f"exit {result.returncode}: {result.stderr}"
     for line in ("RocksDB: 12 pages", "first rows", "page down", "memory"):
         assert line in result.stdout, result.stdout

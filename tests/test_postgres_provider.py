@@ -18,6 +18,7 @@ from urllib.parse import quote
 import pytest
 
 import spi
+from bench.common import TARGET_MISSED
 from spi import col
 from spi.errors import LimitExceededError, ProviderUnavailableError, SchemaError, TableNotFoundError, UrlError
 
@@ -530,7 +531,8 @@ def test_bench_smoke(pg_server: Any) -> None:
         text=True,
         timeout=300,
     )
-    assert out.returncode in (0, 1), out.stderr  # 1: a target missed at this tiny size; no timing is asserted
+    # TARGET_MISSED: a target missed at this tiny size (no timing is asserted); 1 (a crash) or 2 fails
+    assert out.returncode in (0, TARGET_MISSED), f"exit {out.returncode}: {out.stderr}"
     for name in ("load", "point read", "full scan"):
         assert any(line.startswith(name) and "x" in line for line in out.stdout.splitlines()), out.stdout
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.common import TARGET_MISSED
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -19,6 +21,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert result.returncode in (0, 1), result.stderr  # 1: a target missed at this tiny size
+    # TARGET_MISSED: a target missed at this tiny size; 1 (a crash) or 2 (an error) fails
+    assert result.returncode in (0, TARGET_MISSED), f"exit {result.returncode}: {result.stderr}"
     for op in ("load", "point read", "full scan", "1% equality"):
         assert op in result.stdout
