@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from spi.errors import UrlError
 
 if TYPE_CHECKING:
+    from spi.clock import Clock
     from spi.protocols import Provider
 
 ENTRY_POINT_GROUP = "kvctl.providers"
@@ -103,7 +104,7 @@ def load_provider_class(scheme: str) -> Any:
     return getattr(module, attr)
 
 
-def connect(url: str, *, create: bool = True) -> Provider:
+def connect(url: str, *, create: bool = True, clock: Clock | None = None) -> Provider:
     """Open the provider for ``url``.
 
     Malformed URLs and unknown schemes raise :class:`UrlError` at once; an
@@ -113,8 +114,18 @@ def connect(url: str, *, create: bool = True) -> Provider:
     server) and nothing is created; what "exists" means is the provider's
     (``docs/spi.md``). Read-only tools use it so a misspelt URL fails instead of
     making a new, empty store.
+
+    ``clock`` (tests: a :class:`spi.clock.ManualClock`) replaces the clock that
+    decides when rows expire (default: :func:`time.time_ns`, on PostgreSQL the
+    server's clock); a provider that takes none (no ``clock`` attribute) is a
+    TypeError.
     """
     scheme, normalized = split_scheme(url)
     cls = load_provider_class(scheme)
     provider: Provider = cls.from_url(normalized, create=create)
+    if clock is not None:
+        if not hasattr(provider, "clock"):
+            provider.close()
+            raise TypeError(f"provider {scheme!r} takes no clock")
+        provider.clock = clock  # type: ignore[attr-defined]  # not part of the Provider protocol
     return provider

@@ -75,7 +75,8 @@ class TableBase(Aggregates, ABC):
 
     def _clock(self) -> int:
         """Now, in microseconds since the epoch, on the provider's clock (which decides
-        when rows expire)."""
+        when rows expire): here the wall clock; a provider whose clock can be set
+        (:mod:`spi.clock`) answers with that one."""
         return time.time_ns() // 1000
 
     @abstractmethod

@@ -3,7 +3,6 @@ transaction."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -39,7 +38,7 @@ class KvAdmin(Admin):
 
     @contextmanager
     def _reading(self) -> Iterator[WriteBuffer]:
-        view = WriteBuffer(self._session(True))  # nothing is ever buffered
+        view = WriteBuffer(self._session(True), self._layouts.clock)  # nothing is ever buffered
         try:
             yield view
         finally:
@@ -156,9 +155,10 @@ class KvAdmin(Admin):
         return SWEEP_BATCH
 
     def sweep(self, name: str) -> int:
-        """Remove the table's expired rows now, in commits of up to
-        :data:`SWEEP_BATCH` rows; how many were removed."""
-        now = time.time_ns() // 1000
+        """Remove the table's rows expired by now on the provider's clock
+        (:attr:`LayoutCache.clock`), in commits of up to :data:`SWEEP_BATCH` rows; how
+        many were removed."""
+        now = self._layouts.clock() // 1000
         removed = 0
         while True:
             with self._reading() as view:  # a look first: most sweeps find nothing to do

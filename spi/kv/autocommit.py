@@ -75,7 +75,8 @@ class _Provider(Protocol):
 
 
 class KvAutoCommitTable(AutoCommitTable):
-    """An auto-commit handle whose calls each run on one store session."""
+    """An auto-commit handle whose calls each run on one store session (rows expire on
+    the provider's clock, :attr:`LayoutCache.clock`, read at each call)."""
 
     def __init__(
         self,
@@ -97,7 +98,7 @@ class KvAutoCommitTable(AutoCommitTable):
     def _call(self, op: Callable[[TableBase], T]) -> T:
         """Run ``op`` on one session of the store through a write buffer, committed
         as one batch (see the module's docstring)."""
-        buffer = WriteBuffer(self._session(False))
+        buffer = WriteBuffer(self._session(False), self._layouts.clock)
         try:
             result = op(KvTable(buffer, stored_layout(buffer, self._layouts, self.name)))
         except BaseException:
@@ -115,8 +116,9 @@ class KvAutoCommitTable(AutoCommitTable):
             known = self._known or self._remembered()
             if known is not None:
                 layout = known[1]
+                clock = self._layouts.clock
                 done = self._store.write_if_idle(
-                    known[0], lambda session: self._commit_on(WriteBuffer(session), layout, op)
+                    known[0], lambda session: self._commit_on(WriteBuffer(session, clock), layout, op)
                 )
                 if done is not STALE:
                     return done
@@ -198,7 +200,7 @@ class KvAutoCommitTable(AutoCommitTable):
 
     def _read(self, op: Callable[[TableBase], T]) -> T:
         """Run ``op`` on one session of the store (consistent: sessions are exclusive)."""
-        view = WriteBuffer(self._session(True))  # a read-only session: nothing is ever buffered
+        view = WriteBuffer(self._session(True), self._layouts.clock)  # a read-only session: nothing is ever buffered
         try:
             return op(KvTable(view, stored_layout(view, self._layouts, self.name)))
         finally:
@@ -223,7 +225,7 @@ class KvAutoCommitTable(AutoCommitTable):
                 if raw is not STALE:
                     if raw is None:
                         return None
-                    rows = layout.read_list([[raw]], 1)
+                    rows = layout.read_list([[raw]], 1, self._layouts.clock)
                     return rows[0] if rows else None
                 self._known = None
             self._missed("read")
@@ -277,7 +279,7 @@ class KvAutoCommitTable(AutoCommitTable):
         """Each page's rows (the next page is read once the caller has taken the last)."""
         signature = page.layout.signature
         while True:
-            yield page.layout.readers(None)[2]((page.values,))
+            yield page.layout.readers(None)[2]((page.values,), self._layouts.clock)
             if page.after is None:
                 return
             page = self._page(range, descending, page.after, self.page_size)

@@ -16,6 +16,7 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
+from spi.clock import SYSTEM_CLOCK, Clock
 from spi.codec import prefix_successor
 from spi.kv.store import StoreSession, chunked, ended_error
 from spi.primitives import Stored
@@ -49,8 +50,11 @@ class Cursor:
 class WriteBuffer:
     """Buffered writes over an exclusive store session, with read-your-writes reads."""
 
-    def __init__(self, session: StoreSession) -> None:
+    def __init__(self, session: StoreSession, clock: Clock = SYSTEM_CLOCK) -> None:
         self._session = session
+        self.clock = clock
+        """The clock that decides expiry for the tables read and written through this
+        buffer (:mod:`spi.clock`; the provider's, set when the transaction begins)."""
         # Buffered writes; their keys are kept sorted only once a scan needs them,
         # so write-only transactions (bulk loads) pay a dict insert per write.
         self._writes: dict[bytes, bytes | None] = {}

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import struct
-import time
 from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 from textwrap import indent
@@ -38,6 +37,7 @@ from typing import Any
 
 import msgspec
 
+from spi.clock import SYSTEM_CLOCK, Clock
 from spi.codec import encode_key, from_micros, key_encoder, nullable_encoder, prefix_successor, to_micros
 from spi.codegen import column_closure, dict_display
 from spi.filters import Expr
@@ -110,13 +110,15 @@ class Layout:
     def readers(self, where: Expr | None) -> Readers:
         """``(read_rows, read_list, read_all)`` keeping only the rows the bound ``where`` is true for.
 
-        ``read_rows(view, chunks, limit)``: the :class:`Row` of each stored value in
-        the lists ``chunks`` (:meth:`~spi.kv.store.StoreSession.value_chunks`; at most
-        ``limit``) that has not expired, raising when ``view.ended`` (before each row
-        and before the next chunk is fetched). ``read_list(chunks, limit)``: the same
-        rows as one list built in one call, for a caller that takes every row while
-        its view is open (a page, a one-off read). ``read_all(chunks)``: every row of
-        ``read_rows``, for values read already (nothing to check between rows)."""
+        ``read_rows(view, chunks, limit, clock)``: the :class:`Row` of each stored
+        value in the lists ``chunks`` (:meth:`~spi.kv.store.StoreSession.value_chunks`;
+        at most ``limit``) that has not expired on ``clock`` (:mod:`spi.clock`, read
+        once, at the first row that expires at all), raising when ``view.ended``
+        (before each row and before the next chunk is fetched).
+        ``read_list(chunks, limit, clock)``: the same rows as one list built in one
+        call, for a caller that takes every row while its view is open (a page, a
+        one-off read). ``read_all(chunks, clock)``: every row of ``read_rows``, for
+        values read already (nothing to check between rows)."""
         if where is None:
             return self._plain
         readers = self._readers.get(where)
@@ -202,6 +204,11 @@ class LayoutCache:
     def __init__(self) -> None:
         self._layouts: dict[bytes, Layout] = {}
         self._by_name: dict[str, tuple[int, Layout]] = {}
+        self.clock: Clock = SYSTEM_CLOCK
+        """The provider's clock, which decides expiry (:mod:`spi.clock`; see
+        :attr:`spi.kv.provider.KvProvider.clock`): kept here because every part of the
+        engine that reads rows (transactions, auto-commit handles, the admin's sweep)
+        is handed this provider's cache."""
 
     def get(self, entry: bytes) -> Layout:
         """The layout the catalog entry ``entry`` describes."""
@@ -227,12 +234,12 @@ class LayoutCache:
             self._by_name[name] = (generation, layout)
 
 
-RowReader = Callable[[Any, Iterator[list[bytes]], "int | None"], Iterator[Row]]
+RowReader = Callable[[Any, Iterator[list[bytes]], "int | None", Clock], Iterator[Row]]
 """See :meth:`Layout.readers`."""
 Readers = tuple[
     RowReader,
-    Callable[[Iterable[list[bytes]], "int | None"], list[Row]],
-    Callable[[Iterable[list[bytes]]], Iterator[Row]],
+    Callable[[Iterable[list[bytes]], "int | None", Clock], list[Row]],
+    Callable[[Iterable[list[bytes]], Clock], Iterator[Row]],
 ]
 """See :meth:`Layout.readers`."""
 
@@ -295,6 +302,8 @@ def _generated_reader(
         f"if v.__class__ is int:\n{indent(test + whole, '    ')}"
         f"    row = Row({values}, v)\n"
         f"else:\n"
+        f"    if now is None:\n"
+        f"        now = clock() // 1000\n"
         f"    if v[1] <= now:\n"
         f"        continue\n{indent(test + whole, '    ')}"
         f"    row = Row({values}, v[0], v[1])\n"
@@ -303,9 +312,9 @@ def _generated_reader(
     decoded = "decode(array_head(len(chunk)) + join(chunk))"
     loop = f"for data, r in zip(chunk, {decoded}):" if probing else f"for r in {decoded}:"
     body = (
-        f"def read_rows(view, chunks, limit):\n"
+        f"def read_rows(view, chunks, limit, clock):\n"
         f"    n = 0\n"
-        f"    now = clock() // 1000\n"
+        f"    now = None\n"
         f"    while True:\n"
         f"        if view.ended:  # checked before the store is touched again\n"
         f"            raise ended_error()\n"
@@ -320,11 +329,11 @@ def _generated_reader(
         f"            n += 1\n"
         f"            if n == limit:\n"
         f"                return\n"
-        f"def read_list(chunks, limit):\n"
+        f"def read_list(chunks, limit, clock):\n"
         f"    rows = []\n"
         f"    append = rows.append\n"
         f"    n = 0\n"
-        f"    now = clock() // 1000\n"
+        f"    now = None\n"
         f"    for chunk in chunks:\n"
         f"        {loop}\n"
         f"{indent(row, ' ' * 12)}"
@@ -333,8 +342,8 @@ def _generated_reader(
         f"            if n == limit:\n"
         f"                return rows\n"
         f"    return rows\n"
-        f"def read_all(chunks):\n"
-        f"    now = clock() // 1000\n"
+        f"def read_all(chunks, clock):\n"
+        f"    now = None\n"
         f"    for chunk in chunks:\n"
         f"        {loop}\n"
         f"{indent(row, ' ' * 12)}"
@@ -349,7 +358,6 @@ def _generated_reader(
         "Row": Row,
         "from_micros": from_micros,
         "ended_error": ended_error,
-        "clock": time.time_ns,
     }
     return column_closure(n, body, namespace, "read_rows, read_list, read_all")
 

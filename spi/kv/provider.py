@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from spi.changes import DEFAULT_RETENTION, check_watch, watching
+from spi.clock import Clock
 from spi.errors import KvError
 from spi.keys import KeyLike
 from spi.kv.autocommit import KvAutoCommitTable
@@ -53,10 +54,30 @@ class KvProvider(ProviderBase):
             self._admin = KvAdmin(self.transaction, self.session, self.layouts)
         return self._admin
 
+    @property
+    def clock(self) -> Clock:
+        """The clock that decides when rows expire (:mod:`spi.clock`; default
+        :func:`time.time_ns`): every read, scan, count, write, load and sweep of this
+        provider asks it for now. Tests set a :class:`spi.clock.ManualClock` and
+        advance it instead of sleeping out a ttl; a transaction keeps the clock it
+        began with."""
+        return self.layouts.clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        if not callable(clock):
+            raise TypeError(f"a clock is a callable answering nanoseconds since the epoch, got {clock!r}")
+        self.layouts.clock = clock
+
     def transaction(self) -> KvTransaction:
         """A new serializable transaction (waits for exclusive access)."""
         self._sweeper.start()
-        return self._transactions.begin(lambda: KvTransaction(self._transaction_session(), self.layouts, self._feed))
+        return self._transactions.begin(self._begin)
+
+    def _begin(self) -> KvTransaction:
+        tx = KvTransaction(self._transaction_session(), self.layouts, self._feed)
+        tx.clock = self.layouts.clock
+        return tx
 
     def _transaction_session(self) -> StoreSession:
         """The session a new transaction runs on (etcd: one that guesses the generation)."""

@@ -8,7 +8,6 @@ scan costs one msgpack decode and one dict per row it returns.
 from __future__ import annotations
 
 import heapq
-import time
 from collections.abc import Callable, Iterator
 from itertools import islice, starmap
 from typing import Any, TypeVar
@@ -33,7 +32,8 @@ T = TypeVar("T")
 
 
 class Scanner:
-    """The scans of one table in one transaction."""
+    """The scans of one table in one transaction (rows expire on the buffer's clock,
+    :attr:`WriteBuffer.clock`)."""
 
     def __init__(self, buffer: WriteBuffer, layout: Layout) -> None:
         self._buffer = buffer
@@ -53,7 +53,8 @@ class Scanner:
             return self._key_rows(plan.key_range, plan.descending, request.after, plan.residual, request.limit, make)
         if plan.index is not None and make is Row:  # rows decoded a fetched run at a time, filtered on the stored array
             index_chunks = self._index_chunks(plan, request.after)
-            return self._layout.readers(plan.residual)[0](self._buffer, index_chunks, request.limit)  # type: ignore[return-value]
+            read_rows = self._layout.readers(plan.residual)[0]
+            return read_rows(self._buffer, index_chunks, request.limit, self._buffer.clock)  # type: ignore[return-value]
         if plan.index is not None and plan.residual is None:
             found = self._index_rows(plan, request.after, make)
             return found if request.limit is None else islice(found, request.limit)
@@ -76,7 +77,7 @@ class Scanner:
             return []
         lo, hi = bounds
         chunks = self._buffer.value_chunks(lo, hi, plan.descending, _first_chunk(request.limit))
-        return self._layout.readers(plan.residual)[1](chunks, request.limit)
+        return self._layout.readers(plan.residual)[1](chunks, request.limit, self._buffer.clock)
 
     def stored_page(
         self, key_range: ResolvedRange, descending: bool, after: bytes | None, size: int
@@ -146,11 +147,13 @@ class Scanner:
         tx, unpack, values_of = self._buffer, _unpack, lay.values_of
         keep = None if where is None else row_filter(where, self.spec)
         if make is Row:
-            yield from lay.readers(where)[0](tx, tx.value_chunks(lo, hi, descending, _first_chunk(limit)), limit)
+            yield from lay.readers(where)[0](
+                tx, tx.value_chunks(lo, hi, descending, _first_chunk(limit)), limit, tx.clock
+            )
             return
         stored = tx.values(lo, hi, descending)
         n = 0
-        now = time.time_ns() // 1000
+        now = tx.clock() // 1000
         while True:
             if tx.ended:  # checked before the store is touched again
                 raise ended_error()
@@ -271,7 +274,7 @@ class Scanner:
     def _index_rows(self, plan: Plan, after: bytes | None, make: Callable[..., Any] = Stored) -> Iterator[Any]:
         """The rows an index scan finds, as ``make(values, version)``."""
         tx, unpack, values_of = self._buffer, _unpack, self._layout.values_of
-        now = time.time_ns() // 1000
+        now = tx.clock() // 1000
         chunks = self._index_chunks(plan, after)
         while True:
             if tx.ended:
@@ -331,7 +334,7 @@ class Scanner:
             return 0
         lay = self._layout
         if plan.residual is None and plan.index is None:
-            now = time.time_ns() // 1000
+            now = self._buffer.clock() // 1000
             if plan.key_range == ResolvedRange.everything():
                 stored = self.stored_count()
                 if stored is not None:

@@ -60,6 +60,11 @@ class KvTable(TableBase):
             self._last_key, self._last_encoded = key, self._layout.encode_key(key)
         return self._last_encoded
 
+    def _clock(self) -> int:
+        """Now on the clock of the buffer (the provider's clock, :mod:`spi.clock`), in
+        microseconds since the epoch."""
+        return self._buffer.clock() // 1000
+
     def _get(self, key: tuple[Any, ...]) -> Stored | None:
         raw = self._buffer.get(self._layout.row_prefix + self._encoded(key))
         if raw is None:
