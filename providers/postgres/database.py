@@ -16,6 +16,7 @@ from providers.postgres.schema import catalog_table
 from providers.postgres.statements import ReadStatement, TableSql
 from providers.postgres.url import PgSettings
 from providers.postgres.watchdog import Watchdog
+from spi.clock import Clock, is_system_clock
 from spi.errors import KvError
 from spi.spec import TableSpec
 
@@ -41,6 +42,8 @@ class PgDatabase:
         self.dialect = self.engine.dialect
         self.catalog = catalog_table(self.schema)
         self._autocommit_engine: sa.Engine | None = None
+        self.clock: Clock | None = None
+        """The test clock that decides expiry (:mod:`spi.clock`; None: the server's)."""
         self._sql: dict[TableSpec, TableSql] = {}
         self._reads: dict[str, tuple[TableSql, ReadStatement]] = {}
         self._held: list[PoolProxiedConnection] = []
@@ -88,8 +91,15 @@ class PgDatabase:
         """The (cached) SQL objects of a spec."""
         sql = self._sql.get(spec)
         if sql is None or sql.spec.columns != spec.columns or sql.spec.frozen != spec.frozen:
-            sql = self._sql[spec] = TableSql(spec, self.schema)
+            sql = self._sql[spec] = TableSql(spec, self.schema, self.clock)
         return sql
+
+    def use_clock(self, clock: Clock) -> None:
+        """Decide expiry on ``clock`` from now on (the default clock: on the server's),
+        in every statement built after this: the SQL cached per spec is dropped."""
+        self.clock = None if is_system_clock(clock) else clock
+        self._sql.clear()
+        self._reads.clear()
 
     def remember_table(self, sql: TableSql) -> None:
         """Note a table's SQL for single-statement reads (verified on every use)."""

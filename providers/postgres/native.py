@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from providers.postgres.feed import OP_DELETE, OP_EXPIRE, Event, delete_event, put_event
-from providers.postgres.schema import EXPIRES, VERSION
+from providers.postgres.schema import EXPIRES, VERSION, expiry_now
 from providers.postgres.session import PgSession
 from providers.postgres.sql import live_rows
 from providers.postgres.statements import TableSql
@@ -45,7 +45,7 @@ class NativeWrites(TableBase):
 
     @property
     def _writes(self) -> WriteSql:
-        return write_sql(self.spec, self._sql.table.schema or "", self._tx.dialect)
+        return write_sql(self.spec, self._sql.table.schema or "", self._tx.dialect, self._sql.clock)
 
     def _statement(self, statement: WriteStatement, params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The statement's row (its first value the catalog's fingerprint, or ``true``
@@ -249,7 +249,7 @@ class NativeWrites(TableBase):
         t = self._sql.table
         expires: Any = None
         if lifetime is not None:
-            expires = sa.func.statement_timestamp() + sa.literal(dt.timedelta(microseconds=lifetime), sa.Interval)
+            expires = expiry_now(t) + sa.literal(dt.timedelta(microseconds=lifetime), sa.Interval)
         conditions = self._range_conditions(range, where)
         stmt = (
             sa.update(t)

@@ -14,6 +14,7 @@ from providers.postgres.transaction import PgTransaction, begin
 from providers.postgres.url import PgSettings, parse_url
 from spi.capabilities import SHARED_DURABLE, Capability
 from spi.changes import Change, Progress, check_watch, watching
+from spi.clock import SYSTEM_CLOCK, Clock
 from spi.errors import ConflictError
 from spi.keys import KeyLike
 from spi.nesting import ThreadTransactions
@@ -38,6 +39,21 @@ class PostgresProvider(ProviderBase):
         self._retention = settings.changes_retention
         self._sweeper = BackgroundSweeper(self.sweep_expired, settings.sweep_interval, self.counters)
         self._transactions = ThreadTransactions(self.url)
+
+    @property
+    def clock(self) -> Clock:
+        """The clock that decides when rows expire (:mod:`spi.clock`): by default
+        (:func:`time.time_ns`, which stands for it here) the server's, which the SQL
+        reads itself; a test clock (a :class:`spi.clock.ManualClock`) is passed to the
+        statements that decide expiry as a parameter (``kv_now``), only once one is
+        set (the statements cached per table are built anew then)."""
+        return SYSTEM_CLOCK if self._db.clock is None else self._db.clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        if not callable(clock):
+            raise TypeError(f"a clock is a callable answering nanoseconds since the epoch, got {clock!r}")
+        self._db.use_clock(clock)
 
     @property
     def store_id(self) -> str:

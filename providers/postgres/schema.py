@@ -12,6 +12,8 @@ from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import quoted_name
 
+from spi.clock import Clock
+from spi.codec import from_micros
 from spi.spec import TableSpec
 from spi.types import FieldType, to_float32
 
@@ -93,9 +95,10 @@ def pkey_name(table: str) -> str:
     return derived_name("kv_pk", table)
 
 
-def build_table(spec: TableSpec, schema: str) -> sa.Table:
+def build_table(spec: TableSpec, schema: str, clock: Clock | None = None) -> sa.Table:
     """The SQLAlchemy table for ``spec``: typed columns, primary key, version, expiry,
-    indexes.
+    indexes; with a test ``clock`` (:mod:`spi.clock`), the statements built on it
+    decide expiry on that clock instead of the server's (see :func:`expiry_now`).
 
     An index on column c covers (c NULLS FIRST, key...), so scans ordered by c
     (nulls first, key as tie-break) read it in order in both directions.
@@ -118,6 +121,8 @@ def build_table(spec: TableSpec, schema: str) -> sa.Table:
         index_columns = [table.c[column].nulls_first(), *(table.c[k] for k in spec.primary_key if k != column)]
         sa.Index(quoted(index_name(spec.name, column)), *index_columns)
     sa.Index(quoted(expiry_index_name(spec.name)), table.c[EXPIRES], postgresql_where=table.c[EXPIRES].isnot(None))
+    if clock is not None:
+        table.info[_NOW] = clock_now(clock)
     return table
 
 
@@ -127,10 +132,31 @@ SERVER_MICROS = sa.cast(sa.extract("epoch", sa.func.clock_timestamp()) * sa.lite
 """The server's clock in microseconds since the epoch (the clock of expiry)."""
 
 
-def live(table: sa.Table) -> Any:
-    """The condition of the rows of ``table`` that have not expired (the server's clock)."""
+_NOW = "kv_now"
+"""The key in a table's ``info`` of the expression of now on its test clock."""
+
+
+def clock_now(clock: Clock) -> sa.BindParameter[dt.datetime]:
+    """Now on a test ``clock``, as the statement's parameter ``kv_now`` (a timestamptz,
+    read from the clock each time the statement runs, or is rendered with literals)."""
+    return sa.bindparam(_NOW, callable_=lambda: from_micros(clock() // 1000), type_=pg.TIMESTAMP(timezone=True))
+
+
+def expiry_now(table: sa.FromClause) -> Any:
+    """Now on the clock of expiry, for a statement on ``table`` (or an alias of it):
+    the server's ``statement_timestamp()``, or on a table built with a test clock
+    (:func:`build_table`) that clock's now as a bound parameter (only then: the
+    statements of a provider without a test clock are the same as ever)."""
+    source: Any = table.element if isinstance(table, sa.Alias) else table
+    now = source.info.get(_NOW)
+    return sa.func.statement_timestamp() if now is None else now
+
+
+def live(table: sa.FromClause) -> Any:
+    """The condition of the rows of ``table`` that have not expired (on the server's
+    clock, or a test clock: :func:`expiry_now`)."""
     expires = table.c[EXPIRES]
-    return sa.or_(expires.is_(None), expires > sa.func.statement_timestamp())
+    return sa.or_(expires.is_(None), expires > expiry_now(table))
 
 
 def catalog_table(schema: str) -> sa.Table:

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
 from providers.postgres.schema import EXPIRES, SERVER_MICROS, VERSION, build_table, catalog_fingerprint, row_converters
+from spi.clock import Clock
 from spi.codec import to_micros
 from spi.codegen import column_closure, dict_display
 from spi.primitives import Stored
@@ -38,11 +39,14 @@ def _lasting_rows_builder(n: int) -> Callable[..., Callable[[list[Any]], list[Ro
 
 
 class TableSql:
-    """Everything derived from one spec: the SQLAlchemy table and prepared statements."""
+    """Everything derived from one spec: the SQLAlchemy table and prepared statements
+    (with a test ``clock``, :mod:`spi.clock`: statements that decide expiry on it)."""
 
-    def __init__(self, spec: TableSpec, schema: str) -> None:
+    def __init__(self, spec: TableSpec, schema: str, clock: Clock | None = None) -> None:
         self.spec = spec
-        self.table = build_table(spec, schema)
+        self.clock = clock
+        """The test clock that decides expiry (None: the server's clock)."""
+        self.table = build_table(spec, schema, clock)
         t = self.table
         self.columns = spec.columns
         self.converters = row_converters(spec)

@@ -15,7 +15,7 @@ from providers.postgres.batch import LoadBatch, PgLoadPreparer
 from providers.postgres.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event, put_runs
 from providers.postgres.load import load_batch
 from providers.postgres.native import NativeWrites
-from providers.postgres.schema import EXPIRES, VERSION
+from providers.postgres.schema import EXPIRES, VERSION, expiry_now
 from providers.postgres.session import PgSession
 from providers.postgres.sql import count_select, key_histogram, range_condition, scan_select
 from providers.postgres.statements import TableSql
@@ -141,8 +141,10 @@ class PgTable(NativeWrites):
 
     def _clock(self) -> int:
         """Now on the server's clock, which decides expiry (a round trip, made only by
-        writes that set an expiry or meet one; a one-statement read has it already)."""
-        return self._tx.server_micros()
+        writes that set an expiry or meet one; a one-statement read has it already),
+        or on the provider's test clock (:mod:`spi.clock`) when it has one."""
+        clock = self._sql.clock
+        return self._tx.server_micros() if clock is None else clock() // 1000
 
     def _put(
         self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None, expires: int | None
@@ -174,7 +176,7 @@ class PgTable(NativeWrites):
         keys = [t.c[k] for k in self.spec.primary_key]
         doomed = (
             sa.select(*keys)
-            .where(t.c[EXPIRES] <= sa.func.statement_timestamp())
+            .where(t.c[EXPIRES] <= expiry_now(t))
             .order_by(t.c[EXPIRES], *keys)
             .limit(limit)
             .with_for_update()
@@ -196,7 +198,7 @@ class PgTable(NativeWrites):
         stmt = (
             sa.select(sa.literal(1))
             .select_from(t)
-            .where(*range_condition(t, self.spec, span), t.c[EXPIRES] <= sa.func.statement_timestamp())
+            .where(*range_condition(t, self.spec, span), t.c[EXPIRES] <= expiry_now(t))
             .limit(1)
         )
         return self._tx.execute(stmt).first() is not None

@@ -17,9 +17,9 @@ explain anyway) are *lean*: the write itself with ``EXISTS (SELECT FROM catalog 
 name = … AND fingerprint = …)`` in its condition, led by ``true``; no row means "ask
 the general path". Either way an auto-commit write is one round trip that also
 notices a spec changed by another process. The version and expiry rules are SQL: a
-row whose ``kv_expires`` has passed (on the server's clock, ``statement_timestamp()``)
-counts as absent, so a write that meets it starts again at version 1 from the written
-values alone.
+row whose ``kv_expires`` has passed (on the server's clock, ``statement_timestamp()``,
+or a provider's test clock: the parameter ``kv_now``) counts as absent, so a write that
+meets it starts again at version 1 from the written values alone.
 
 A write on a change-fed table returns the whole row as written and, last, the row as
 it was stored before the statement (a CTE ``kv_o`` of the same snapshot; nulls where
@@ -29,7 +29,8 @@ Parameters are named: ``kv_name``, ``kv_fp``, ``kv_ttl`` (the row's lifetime in
 microseconds, null: never expires), ``kv_version`` (a ``version=`` condition),
 ``kv_k{i}`` (key values), ``kv_v{i}`` (column ``i`` of the spec, in declaration
 order), ``kv_x`` (a compare-and-swap's expected value), ``kv_lo``/``kv_hi`` (an
-increment's range guard).
+increment's range guard), ``kv_now`` (now on a test clock, :mod:`spi.clock`; only in
+the statements of a provider given one).
 """
 
 from __future__ import annotations
@@ -41,13 +42,27 @@ from typing import Any, NamedTuple
 from sqlalchemy.engine import Dialect
 
 from providers.postgres.schema import CATALOG, EXPIRES, TYPE_NAMES, VERSION, qualified
+from spi.clock import Clock
+from spi.codec import from_micros
 from spi.spec import TableSpec
 from spi.types import FieldType
 
-LIVE = f"(kv_t.{EXPIRES} IS NULL OR kv_t.{EXPIRES} > statement_timestamp())"
-"""The stored row has not expired."""
-EXPIRY = "statement_timestamp() + %(kv_ttl)s::int8 * interval '1 microsecond'"
-"""The expiry of a row written now (null when ``kv_ttl`` is null)."""
+SERVER_NOW = "statement_timestamp()"
+"""Now on the clock of expiry: the server's."""
+CLOCK_NOW = "%(kv_now)s::timestamptz"
+"""Now on the clock of expiry when the provider has a test clock (:mod:`spi.clock`)."""
+
+
+def live_sql(now: str) -> str:
+    """The condition that the stored row has not expired by ``now``."""
+    return f"(kv_t.{EXPIRES} IS NULL OR kv_t.{EXPIRES} > {now})"
+
+
+def expiry_sql(now: str) -> str:
+    """The expiry of a row written at ``now`` (null when ``kv_ttl`` is null)."""
+    return f"{now} + %(kv_ttl)s::int8 * interval '1 microsecond'"
+
+
 DOUBLE_GUARD = 8.98846567431158e307
 """Half the largest double: two numbers below it in magnitude add without overflow
 (PostgreSQL raises on overflow where Python gives infinity; such increments take the
@@ -63,11 +78,15 @@ class WriteStatement(NamedTuple):
 
 
 class WriteSql:
-    """The single-statement writes of one spec on one schema."""
+    """The single-statement writes of one spec on one schema (with a test ``clock``:
+    deciding expiry on it, see :mod:`spi.clock`)."""
 
-    def __init__(self, spec: TableSpec, schema: str, dialect: Dialect) -> None:
+    def __init__(self, spec: TableSpec, schema: str, dialect: Dialect, clock: Clock | None = None) -> None:
         self.spec = spec
         self.fingerprint = spec.fingerprint()
+        self._clock = clock
+        now = SERVER_NOW if clock is None else CLOCK_NOW
+        self._live, self._expiry = live_sql(now), expiry_sql(now)
         quote = dialect.identifier_preparer.quote_identifier
         self._table = qualified(dialect, schema, spec.name)
         self._catalog = qualified(dialect, schema, CATALOG)
@@ -123,17 +142,17 @@ class WriteSql:
         row is new (not over an expired one), ``extra``, [the row]."""
         spec, names = self.spec, self._names
         sets = [
-            f"{names[c]} = {setting.get(c) or f'CASE WHEN {LIVE} THEN kv_t.{names[c]} ELSE EXCLUDED.{names[c]} END'}"
+            f"{names[c]} = {setting.get(c) or f'CASE WHEN {self._live} THEN kv_t.{names[c]} ELSE EXCLUDED.{names[c]} END'}"
             for c in spec.columns
             if not spec.is_key(c)
         ]
-        sets.append(f"{VERSION} = CASE WHEN {LIVE} THEN kv_t.{VERSION} + 1 ELSE 1 END")
+        sets.append(f"{VERSION} = CASE WHEN {self._live} THEN kv_t.{VERSION} + 1 ELSE 1 END")
         sets.append(f"{EXPIRES} = EXCLUDED.{EXPIRES}")
         return (
             f"INSERT INTO {self._table} AS kv_t ({', '.join(names[c] for c in spec.columns)}, {VERSION}, {EXPIRES})"
-            f" SELECT {', '.join(self._value(c) for c in spec.columns)}, 1, {EXPIRY}"
+            f" SELECT {', '.join(self._value(c) for c in spec.columns)}, 1, {self._expiry}"
             f" WHERE {self._spec_holds(checked)} ON CONFLICT ({', '.join(self._keys)})"
-            f" DO UPDATE SET {', '.join(sets)}{'' if when is None else f' WHERE NOT {LIVE} OR ({when})'}"
+            f" DO UPDATE SET {', '.join(sets)}{'' if when is None else f' WHERE NOT {self._live} OR ({when})'}"
             + self._returning(f"kv_t.{VERSION}, kv_t.xmax = 0{extra}", rows, checked)
         )
 
@@ -170,7 +189,7 @@ class WriteSql:
                 guard = f"abs({current}) < {DOUBLE_GUARD!r}"
             else:
                 guard = f"{current} BETWEEN %(kv_lo)s::numeric AND %(kv_hi)s::numeric"
-            added = f"CASE WHEN {LIVE} THEN {current} + EXCLUDED.{name} ELSE EXCLUDED.{name} END"
+            added = f"CASE WHEN {self._live} THEN {current} + EXCLUDED.{name} ELSE EXCLUDED.{name} END"
             write = self._upsert({column: added}, guard, False, rows, f", kv_t.{name}")
             statement = self._cache[cache_key] = self._frame(write, False, rows)
         return statement
@@ -187,9 +206,9 @@ class WriteSql:
             names = self._names
             sets = [f"{names[c]} = {self._value(c)}" for c in changed]
             sets.append(f"{VERSION} = kv_t.{VERSION} + 1")
-            sets.append(f"{EXPIRES} = {EXPIRY}")
+            sets.append(f"{EXPIRES} = {self._expiry}")
             checked = expected is not None
-            conditions = [self._key_match, LIVE, self._spec_holds(checked)]
+            conditions = [self._key_match, self._live, self._spec_holds(checked)]
             if versioned:
                 conditions.append(f"kv_t.{VERSION} = %(kv_version)s::int8")
             if expected is not None:
@@ -208,9 +227,9 @@ class WriteSql:
         if text is None:
             conditions = [self._key_match, self._spec_holds(not versioned)]
             if versioned:
-                conditions += [LIVE, f"kv_t.{VERSION} = %(kv_version)s::int8"]
+                conditions += [self._live, f"kv_t.{VERSION} = %(kv_version)s::int8"]
             write = f"DELETE FROM {self._table} AS kv_t WHERE {' AND '.join(conditions)}"
-            write += f" RETURNING {LIVE}" if not versioned else f" RETURNING true, {LIVE}"
+            write += f" RETURNING {self._live}" if not versioned else f" RETURNING true, {self._live}"
             write += f", {self._row}" if rows else ""
             text = self._cache[cache_key] = self._frame(write, not versioned)
         return text
@@ -228,6 +247,8 @@ class WriteSql:
         params: dict[str, Any] = {"kv_name": name, "kv_fp": self.fingerprint, "kv_ttl": ttl}
         for i, value in enumerate(key):
             params[f"kv_k{i}"] = value
+        if self._clock is not None:
+            params["kv_now"] = from_micros(self._clock() // 1000)
         return params
 
     def row_params(self, params: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
@@ -239,9 +260,10 @@ class WriteSql:
 
 
 @lru_cache(maxsize=64)
-def write_sql(spec: TableSpec, schema: str, dialect: Dialect) -> WriteSql:
-    """The (cached) single-statement writes of ``spec`` in ``schema``."""
-    return WriteSql(spec, schema, dialect)
+def write_sql(spec: TableSpec, schema: str, dialect: Dialect, clock: Clock | None = None) -> WriteSql:
+    """The (cached) single-statement writes of ``spec`` in ``schema`` (expiry on the
+    test ``clock``, when given)."""
+    return WriteSql(spec, schema, dialect, clock)
 
 
 __all__ = ["WriteSql", "WriteStatement", "write_sql"]
