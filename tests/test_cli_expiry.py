@@ -4,6 +4,7 @@ row's expiry (CLI.md)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from cli_support import Kvctl, assert_one_error, provider_url, run_process
 import spi
 from kvctl.durations import describe_seconds, parse_ttl
 from kvctl.errors import CliError
+from spi.clock import ManualClock
 
 
 @pytest.fixture(params=["rocksdb", "postgres"])
@@ -64,7 +66,9 @@ def test_bad_ttls_are_one_line_errors_and_write_nothing(kv: Kvctl, tmp_path: Pat
     assert_one_error(kv("table", "sweep", "missing"), 1)
 
 
-def test_rows_expire_and_sweep_counts_them(kv: Kvctl, tmp_path: Path) -> None:
+def test_rows_expire_and_sweep_counts_them(kv: Kvctl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = ManualClock()  # the clock of every provider the commands open: moved, not slept out
+    monkeypatch.setattr(spi, "connect", functools.partial(spi.connect, clock=clock))
     kv.ok("put", "s", '{"k": "a", "v": 1}', "--ttl", "1s")
     kv.ok("put", "s", '{"k": "b", "v": 2}', "--ttl", "1h")
     kv.ok("put", "s", '{"k": "c", "v": 3}', "--if-absent", "--ttl", "1s")
@@ -72,7 +76,7 @@ def test_rows_expire_and_sweep_counts_them(kv: Kvctl, tmp_path: Path) -> None:
     rows.write_text("k,v\nd,4\ne,5\n")
     assert kv.ok("put", "s", "--file", str(rows), "--ttl", "1s").out.strip() == "2"
     assert kv.ok("count", "s").out.strip() == "5"
-    time.sleep(1.2)
+    clock.advance(1.2)
     assert kv.ok("count", "s").out.strip() == "1"
     assert [json.loads(line)["k"] for line in kv.ok("scan", "s", "-o", "ndjson").out.splitlines()] == ["b"]
     assert kv("get", "s", "k=a").code == 1

@@ -2,36 +2,44 @@
 an expired row starts again at version 1 with an ``expire`` event, an expired row of
 another key in the batch's key range is left to the sweep; the same on every
 provider (PostgreSQL COPYs a batch straight in and scans for expired rows only when
-a key is taken)."""
+a key is taken). The rows expire on a test clock (:mod:`spi.clock`), moved past
+their ttl."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import spi
+from spi.clock import ManualClock
 from spi.testing.fixtures import ORDERS
 
 
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
 @pytest.fixture(params=["memory", "postgres"])
-def provider(request: pytest.FixtureRequest) -> Any:
+def provider(request: pytest.FixtureRequest, clock: ManualClock) -> Any:
     if request.param == "memory":
-        p = spi.connect("memory://")
+        p = spi.connect("memory://", clock=clock)
         request.addfinalizer(p.close)
         return p
     factory: Callable[..., Any] = request.getfixturevalue("pg_factory")
-    return factory()
+    p = factory()
+    p.clock = clock
+    return p
 
 
-def test_a_load_meets_expired_rows_as_single_writes_do(provider: Any) -> None:
+def test_a_load_meets_expired_rows_as_single_writes_do(provider: Any, clock: ManualClock) -> None:
     provider.admin.create(ORDERS.with_changes(True))
     t = provider.table("orders")
     t.load([{"region": "eu", "id": i, "status": "old"} for i in (1, 3, 5)], ttl=0.3)
     t.load([{"region": "eu", "id": 9, "status": "kept"}])
-    time.sleep(0.45)
+    clock.advance(0.45)
     before = len(list(provider.changes("orders")))
     # ids 2 and 4 are new keys between expired rows; 3 is taken by an expired row
     assert t.load([{"region": "eu", "id": i, "status": "new"} for i in (2, 4)]) == 2

@@ -4,7 +4,7 @@ in a benchmark), and what only the general path can explain still comes out exac
 
 from __future__ import annotations
 
-import time
+import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +12,7 @@ import pytest
 
 import spi
 from spi import col
+from spi.clock import ManualClock
 
 SPEC = spi.TableSpec(
     "items",
@@ -115,19 +116,40 @@ def test_failed_conditions_are_explained_by_the_general_path(p: Any) -> None:
 
 
 def test_a_write_over_an_expired_row_starts_again(p: Any) -> None:
+    p.clock = clock = ManualClock()  # the statements decide expiry on it (the parameter kv_now)
     p.admin.create_or_update(FED)
     table = p.table(SPEC.name)
     table.upsert({"k": "a", "n": 5, "s": "old"}, ttl=0.05)
     table.upsert({"k": "b", "n": 5}, ttl=0.05)
     table.upsert({"k": "c", "n": 5}, ttl=0.05)
     start = p.revision()
-    time.sleep(0.1)
+    clock.advance(0.1)  # the rows' TTL runs out
     assert table.upsert({"k": "a", "i": 1}) == 1  # the expired row's values are gone
     assert dict(table.read(("a",)))["s"] is None
     assert table.insert({"k": "b"}) == 1
     assert table.delete(("c",)) is False
     ops = [(c.op, c.key["k"]) for c in p.changes(SPEC.name, since=start)]
     assert ops == [("expire", "a"), ("put", "a"), ("expire", "b"), ("put", "b"), ("expire", "c")]
+
+
+def test_single_statement_writes_decide_expiry_on_a_test_clock(p: Any) -> None:
+    """With a test clock every single-key write is still one statement, and its SQL
+    gives and checks expiry on that clock (the parameter kv_now), to the microsecond."""
+    p.clock = clock = ManualClock()
+    t = one_statement(p)
+    for k in "abcde":
+        assert t.upsert({"k": k, "n": 1}, ttl=10) == 1
+    expiry = clock.now() + dt.timedelta(seconds=10)
+    assert {r["k"]: r.expires_at for r in p.table(SPEC.name).scan()} == dict.fromkeys("abcde", expiry)
+    clock.advance(9.999)
+    assert t.update(("a",), {"s": "kept"}) == 2  # live a millisecond before its expiry
+    clock.advance(0.001)  # at the expiry of b, c, d and e: gone for every write
+    assert t.insert({"k": "b"}) == 1
+    assert t.delete(("c",)) is False
+    assert t.increment(("d",), "n", 5) == 5
+    assert t.compare_and_swap(("e",), "n", None, 7) is True
+    got = {r["k"]: (r["n"], r.version, r.expires_at) for r in p.table(SPEC.name).scan()}
+    assert got == {"a": (1, 2, None), "b": (None, 1, None), "d": (5, 1, None), "e": (7, 1, None)}
 
 
 def test_a_spec_changed_by_another_process_is_noticed(p: Any, pg_factory: Callable[..., Any]) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
+from spi.clock import ManualClock
 from spi.testing.fixtures import ORDERS, order_rows
 from spi.testing.requirements import required_capabilities, skip_unless_capable
 
@@ -28,6 +31,29 @@ def keys_of(rows: Any, column: str) -> list[Any]:
     return [r[column] for r in rows]
 
 
+class ProviderClock(Protocol):
+    """What the ``clock`` fixture gives a test: the provider's clock, moved by hand."""
+
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` pass on the provider's clock."""
+
+    def now(self) -> dt.datetime:
+        """Now on the provider's clock (an aware UTC datetime)."""
+
+
+class SleepingClock:
+    """The ``clock`` fixture of a provider that takes no clock (no ``clock``
+    attribute, see :mod:`spi.clock`): time passes for real, so :meth:`advance` sleeps."""
+
+    def advance(self, seconds: float) -> None:
+        """Sleep ``seconds``."""
+        time.sleep(seconds)
+
+    def now(self) -> dt.datetime:
+        """The wall clock's now."""
+        return dt.datetime.now(dt.UTC)
+
+
 class ConformanceBase:
     """Fixtures of the suite; a provider's test class supplies ``provider_factory``."""
 
@@ -43,6 +69,17 @@ class ConformanceBase:
             yield p
         finally:
             p.close()
+
+    @pytest.fixture
+    def clock(self, provider: Any) -> ProviderClock:
+        """A :class:`~spi.clock.ManualClock` set as ``provider.clock``: a test about
+        expiry moves it past a ttl (``clock.advance(seconds)``) instead of sleeping the
+        ttl out. For a provider that takes no clock, a :class:`SleepingClock`."""
+        if not hasattr(provider, "clock"):
+            return SleepingClock()
+        manual = ManualClock()
+        provider.clock = manual
+        return manual
 
     @pytest.fixture
     def provider_url(self, provider: Any) -> str:

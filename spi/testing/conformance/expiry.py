@@ -2,8 +2,9 @@
 ``row.expires_at``, expired rows gone for every operation, sweeps and their
 ``"expire"`` events (SPI.md, "Change feed, watch and expiry").
 
-Rows that must expire get a short ttl and the tests wait it out once per test, so
-the group costs about a second per provider.
+Rows that must expire get a short ttl, and the tests move the provider's clock past
+it (the ``clock`` fixture, :mod:`spi.clock`) instead of sleeping it out; one test
+sleeps, to show that rows expire on the real clock too.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from typing import Any
 import pytest
 
 from spi.capabilities import Capability
+from spi.clock import ManualClock
 from spi.errors import InvalidFieldError, RowNotFoundError, SchemaError
 from spi.filters import col
 from spi.keys import Range
 from spi.row import Row
 from spi.spec import TableSpec
+from spi.testing.conformance.base import ProviderClock
 from spi.testing.fixtures import COUNTERS, ORDERS
 from spi.testing.requirements import requires
 
@@ -29,8 +32,9 @@ LONG = 3600
 """A ttl no test outlives."""
 
 
-def _wait_out(ttl: float = SHORT) -> None:
-    time.sleep(ttl + 0.15)
+def _wait_out(clock: ProviderClock, ttl: float = SHORT) -> None:
+    """Let the rows written with ``ttl`` expire, on the provider's clock."""
+    clock.advance(ttl + 0.15)
 
 
 def _near(expires_at: dt.datetime | None, seconds: float) -> bool:
@@ -111,7 +115,38 @@ class ExpiryTests:
         got = {r["name"]: r.expires_at for r in t.scan()}
         assert all(_near(got[k], LONG) for k in "abcd") and _near(got["e"], 60)
 
-    def test_auto_commit_scans_skip_expired_rows_across_pages(self, provider: Any) -> None:
+    def test_rows_expire_on_the_wall_clock_too(self, provider: Any) -> None:
+        """The group's one test that sleeps: a provider left with its own clock lets
+        rows expire as real time passes."""
+        provider.admin.create(ORDERS)
+        t = provider.table("orders")
+        t.upsert({"region": "eu", "id": 1}, ttl=SHORT)
+        t.load([{"region": "eu", "id": 2}], ttl=SHORT)
+        t.upsert({"region": "eu", "id": 3})
+        assert t.count() == 3
+        time.sleep(SHORT + 0.15)
+        assert t.read(("eu", 1)) is None and t.read(("eu", 2)) is None
+        assert [r["id"] for r in t.scan()] == [3] and t.count() == 1
+        provider.admin.sweep("orders")  # (a background sweep may have taken some first)
+        assert provider.admin.sweep("orders") == 0 and t.count() == 1
+
+    def test_a_row_lives_until_its_expiry_and_not_at_it(self, provider: Any, clock: ProviderClock) -> None:
+        if not isinstance(clock, ManualClock):
+            pytest.skip("not applicable: the provider takes no clock")
+        provider.admin.create(ORDERS)
+        t = provider.table("orders")
+        t.upsert({"region": "eu", "id": 1}, ttl=SHORT)
+        t.load([{"region": "eu", "id": 2}], ttl=SHORT)
+        written = clock.now() + dt.timedelta(seconds=SHORT)
+        assert [r.expires_at for r in t.scan()] == [written, written]
+        clock.advance(SHORT - 0.001)
+        assert t.read(("eu", 1)) is not None and t.count() == 2 and provider.admin.sweep("orders") == 0
+        clock.advance(0.001)
+        assert t.read(("eu", 1)) is None and t.read(("eu", 2)) is None
+        assert list(t.scan()) == [] and t.count() == 0
+        assert provider.admin.sweep("orders") == 2
+
+    def test_auto_commit_scans_skip_expired_rows_across_pages(self, provider: Any, clock: ProviderClock) -> None:
         """Expired rows on both sides of a page boundary: every row that lives, in
         order, and a limit counts the rows returned, not the rows read."""
         provider.admin.create(COUNTERS)
@@ -121,21 +156,21 @@ class ExpiryTests:
         t.load({"name": name, "n": i} for i, name in enumerate(names))
         dying = {page - 1, page, page + 1, 2 * page}
         t.load([{"name": names[i], "n": i} for i in sorted(dying)], ttl=SHORT)
-        _wait_out()
+        _wait_out(clock)
         live = [name for i, name in enumerate(names) if i not in dying]
         assert [r["name"] for r in t.scan()] == live
         assert [r["name"] for r in t.scan(descending=True)] == live[::-1]
         assert [r["name"] for r in t.scan(limit=page)] == live[:page]
         assert [r["name"] for r in t.scan(Range(start=(names[page - 2],)), limit=3)] == live[page - 2 : page + 1]
 
-    def test_an_expired_row_is_gone_for_every_read(self, provider: Any) -> None:
+    def test_an_expired_row_is_gone_for_every_read(self, provider: Any, clock: ProviderClock) -> None:
         provider.admin.create(ORDERS)
         t = provider.table("orders")
         t.load([{"region": "eu", "id": i, "status": "open", "total": float(i)} for i in range(4)])
         t.upsert({"region": "eu", "id": 1, "status": "open", "total": 1.0}, ttl=SHORT)
         t.load([{"region": "us", "id": 9, "status": "open", "total": 9.0}], ttl=SHORT)
         assert t.count() == 5
-        _wait_out()
+        _wait_out(clock)
         live = [("eu", 0), ("eu", 2), ("eu", 3)]
         assert t.read(("eu", 1)) is None and t.read(("us", 9)) is None
         assert t.read_many([("eu", 1), ("eu", 2)])[0] is None
@@ -150,8 +185,12 @@ class ExpiryTests:
         assert [r["id"] for r in t.scan_page(limit=10).rows] == [0, 2, 3]
         assert sum(len(b["id"]) for b in t.scan_batches()) == 3
         assert [r["id"] for r in t.multi_scan([Range.prefix(("eu",)), Range.prefix(("us",))])] == [0, 2, 3]
+        assert sum(b.num_rows for b in t.scan_arrow()) == 3
+        assert [(g.values, g.count) for g in t.aggregate(group_by=["region"])] == [(("eu",), 3)]
+        with provider.transaction() as tx:  # a transaction's reads too
+            assert tx.table("orders").read(("eu", 1)) is None and tx.table("orders").count() == 3
 
-    def test_an_expired_row_is_gone_for_every_write(self, provider: Any) -> None:
+    def test_an_expired_row_is_gone_for_every_write(self, provider: Any, clock: ProviderClock) -> None:
         provider.admin.create(COUNTERS)
         t = provider.table("counters")
         for name in "abcdef":
@@ -159,7 +198,7 @@ class ExpiryTests:
         for name in "abcdef":
             t.upsert({"name": name, "n": 5})  # version 2, no expiry ...
             t.upsert({"name": name, "n": 5}, ttl=SHORT)  # ... then version 3, expiring
-        _wait_out()
+        _wait_out(clock)
         assert t.insert({"name": "a"}) == 1  # the key is free again: version 1
         with pytest.raises(RowNotFoundError):
             t.update(("b",), {"n": 1})
@@ -170,25 +209,25 @@ class ExpiryTests:
         got = {r["name"]: (r["n"], r["owner"], r.version) for r in t.scan()}
         assert got == {"a": (None, None, 1), "d": (7, None, 1), "e": (1, None, 1), "f": (None, None, 1)}
 
-    def test_conditional_writes_see_an_expired_row_as_missing(self, provider: Any) -> None:
+    def test_conditional_writes_see_an_expired_row_as_missing(self, provider: Any, clock: ProviderClock) -> None:
         provider.admin.create(ORDERS)
         t = provider.table("orders")
         t.upsert({"region": "eu", "id": 1}, ttl=SHORT)
-        _wait_out()
+        _wait_out(clock)
         with pytest.raises(RowNotFoundError):
             t.replace({"region": "eu", "id": 1}, version=1)
         with pytest.raises(RowNotFoundError):
             t.delete(("eu", 1), version=1)
         assert t.update(("eu", 1), {"status": "new"}, default={}) == 1
 
-    def test_sweep_removes_expired_rows_and_counts_them(self, provider: Any) -> None:
+    def test_sweep_removes_expired_rows_and_counts_them(self, provider: Any, clock: ProviderClock) -> None:
         provider.admin.create(ORDERS)
         t = provider.table("orders")
         t.load([{"region": "eu", "id": i} for i in range(1500)], ttl=SHORT)
         t.load([{"region": "us", "id": i} for i in range(3)], ttl=LONG)
         t.upsert({"region": "ap", "id": 1})
         assert provider.admin.sweep("orders") == 0  # nothing has expired yet
-        _wait_out()
+        _wait_out(clock)
         assert provider.admin.sweep("orders") == 1500  # more than one sweep commit
         assert provider.admin.sweep("orders") == 0
         assert t.count() == 4
@@ -214,14 +253,16 @@ class ExpiryTests:
 class ExpiryChangeTests:
     """A change-fed table records one ``"expire"`` event per swept row."""
 
-    def test_sweeps_and_writes_that_meet_expired_rows_record_expire_events(self, provider: Any) -> None:
+    def test_sweeps_and_writes_that_meet_expired_rows_record_expire_events(
+        self, provider: Any, clock: ProviderClock
+    ) -> None:
         provider.admin.create(ORDERS.with_changes(True))
         t = provider.table("orders")
         t.upsert({"region": "eu", "id": 1}, ttl=SHORT)
         t.upsert({"region": "eu", "id": 2}, ttl=SHORT)
         t.upsert({"region": "eu", "id": 3})
         start = provider.revision()
-        _wait_out()
+        _wait_out(clock)
         assert list(provider.changes("orders", since=start)) == []  # reads never wait for a sweep
         t.upsert({"region": "eu", "id": 1, "status": "again"})
         assert provider.admin.sweep("orders") == 1

@@ -3,7 +3,6 @@ and :class:`FrozenTableError` (SPI.md, "Frozen tables")."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +14,7 @@ from spi.errors import FrozenTableError, TableNotFoundError
 from spi.filters import col
 from spi.keys import Range
 from spi.spec import TableSpec
+from spi.testing.conformance.base import ProviderClock
 from spi.testing.fixtures import ORDERS, order_rows
 from spi.testing.requirements import requires
 
@@ -179,13 +179,13 @@ class FreezeDurabilityTests:
 class FreezeExpiryTests:
     """Expired rows of a frozen table are still swept."""
 
-    def test_a_frozen_table_still_sweeps_expired_rows(self, provider: Any) -> None:
+    def test_a_frozen_table_still_sweeps_expired_rows(self, provider: Any, clock: ProviderClock) -> None:
         provider.admin.create(ORDERS)
         t = provider.table("orders")
         t.load([{"region": "eu", "id": i} for i in range(5)], ttl=0.3)
         t.load([{"region": "us", "id": i} for i in range(3)])
         provider.admin.freeze("orders")
-        time.sleep(0.45)
+        clock.advance(0.45)
         assert t.read(("eu", 1)) is None  # a read that meets an expired row
         assert t.count() == 3
         assert provider.admin.sweep("orders") in (4, 5)  # the read may have removed its row
