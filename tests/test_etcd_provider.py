@@ -13,7 +13,7 @@ import pytest
 import spi
 from providers.etcd.provider import load_piece
 from providers.etcd.url import parse_url
-from providers.etcd.watch import RevisionWatch
+from providers.etcd.watch import FeedWatch
 from spi.errors import ConflictError, FrozenTableError, LimitExceededError, ProviderUnavailableError, UrlError
 
 SPEC = spi.TableSpec("t", [spi.Field("k", "long"), spi.Field("v", "string")], ["k"], indexes=["v"])
@@ -160,7 +160,7 @@ def test_a_watch_is_woken_by_etcds_watch_and_polls_without_it(etcd_factory: Call
     assert p.stats()["watch_reconnects"] == 0
     other.close()
 
-    missing = RevisionWatch(store.client, store.prefix + b"r", path="/v3/no-watch")
+    missing = FeedWatch(store.client, store.prefix, path="/v3/no-watch")
     missing.marker()
     deadline = time.monotonic() + 5
     while not missing.unavailable and time.monotonic() < deadline:

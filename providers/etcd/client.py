@@ -213,16 +213,19 @@ class EtcdClient:
                     self._token = str(data.get("token", ""))
             return self._token
 
-    def stream(self, i: int, path: str, body: dict[str, Any], idle: float) -> urllib3.BaseHTTPResponse:
+    def stream(
+        self, i: int, path: str, body: dict[str, Any], idle: float, *, dedicated: bool = True
+    ) -> urllib3.BaseHTTPResponse:
         """POST ``body`` to member ``i`` and return the response unread (a stream of
         JSON lines, e.g. ``/v3/watch``'s: read it with ``stream()`` and close it); a
-        read waits at most ``idle`` seconds. Raises urllib3's errors as they are."""
+        read waits at most ``idle`` seconds. ``dedicated``: on the member's one
+        long-lived stream connection (else on the calls' pool: a short stream).
+        Raises urllib3's errors as they are."""
         payload = json.dumps(body, separators=(",", ":")).encode()
         timeout = urllib3.Timeout(connect=min(1.0, self.timeout), read=idle)
         headers = self._headers(i, self.timeout)
-        return self._stream_pools[i].urlopen(
-            "POST", path, body=payload, headers=headers, timeout=timeout, preload_content=False
-        )
+        pool = self._stream_pools[i] if dedicated else self._pools[i]
+        return pool.urlopen("POST", path, body=payload, headers=headers, timeout=timeout, preload_content=False)
 
     # -------------------------------------------------------------- kv calls
     def range(
@@ -256,8 +259,11 @@ def range_request(
     limit: int = 0,
     descending: bool = False,
     keys_only: bool = False,
+    min_mod: int = 0,
+    max_mod: int = 0,
 ) -> dict[str, Any]:
-    """The JSON of a RangeRequest."""
+    """The JSON of a RangeRequest (``min_mod``/``max_mod``: only keys whose
+    ``mod_revision`` is in that range; etcd then reads the whole range)."""
     body: dict[str, Any] = {"key": b64(key)}
     if range_end is not None:
         body["range_end"] = b64(range_end)
@@ -270,6 +276,10 @@ def range_request(
         body["sort_target"] = "KEY"
     if keys_only:
         body["keys_only"] = True
+    if min_mod:
+        body["min_mod_revision"] = min_mod
+    if max_mod:
+        body["max_mod_revision"] = max_mod
     return body
 
 

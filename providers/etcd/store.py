@@ -46,10 +46,10 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from providers.etcd.client import EtcdClient, b64, items, range_request
-from providers.etcd.watch import RevisionWatch
+from providers.etcd.feedlog import EtcdFeedLog
+from providers.etcd.watch import FeedWatch
 from spi.errors import ConflictError, LimitExceededError
 from spi.kv import OrderedStore, StoreSession
-from spi.kv.layout import REVISION
 from spi.kv.store import STALE, Stale
 
 T = TypeVar("T")
@@ -137,6 +137,67 @@ class EtcdSession(StoreSession):
     def _at(self, revision: int) -> None:
         if not self._rev:
             self._rev = revision
+            if revision > self._store.seen_revision:
+                self._store.seen_revision = revision
+
+    @property
+    def store(self) -> EtcdStore:
+        """The store this session belongs to."""
+        return self._store
+
+    def feed_log(self) -> EtcdFeedLog:
+        """The change feed on etcd's revisions (:mod:`providers.etcd.feedlog`)."""
+        return EtcdFeedLog(self)
+
+    def low_revision(self) -> int:
+        """An etcd revision below that of this session's commit: its snapshot's, else
+        the newest this process has seen (0: none yet)."""
+        return self._rev or self._store.seen_revision
+
+    def mod_revision(self, key: bytes) -> int:
+        """The ``mod_revision`` of ``key`` at this session's snapshot (0: absent),
+        without comparing it at commit."""
+        found, _ = self.raw_range(key, None, limit=1, keys_only=True)
+        return found[0][2] if found else 0
+
+    def raw_range(
+        self,
+        lo: bytes,
+        hi: bytes | None,
+        *,
+        limit: int = 0,
+        keys_only: bool = False,
+        min_mod: int = 0,
+        max_mod: int = 0,
+    ) -> tuple[list[tuple[bytes, bytes, int]], bool]:
+        """Items ``(key, value, mod_revision)`` with ``lo <= key < hi`` (``hi`` None:
+        ``lo`` alone) at this session's snapshot, and whether more follow; not
+        compared at commit (the change feed's own reads)."""
+        prefix, cut = self._prefix, len(self._prefix)
+        body = range_request(
+            prefix + lo,
+            None if hi is None else prefix + hi,
+            revision=self._rev,
+            limit=limit,
+            keys_only=keys_only,
+            min_mod=min_mod,
+            max_mod=max_mod,
+        )
+        data = self._client.call("/v3/kv/range", body)
+        self._at(int(data["header"]["revision"]))
+        return [(k[cut:], v, mod) for k, v, mod in items(data)], bool(data.get("more"))
+
+    def raw_get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """The values of ``keys`` at this session's snapshot, in one request, not
+        compared at commit."""
+        ops = [{"request_range": range_request(self._prefix + k, revision=self._rev)} for k in keys]
+        _, revision, responses = self._client.txn([], ops, write=False)
+        self._at(revision)
+        out: list[bytes | None] = []
+        for response in responses:
+            found = items(response.get("response_range", {}))
+            out.append(found[0][1] if found else None)
+        return out
 
     def get(self, key: bytes) -> bytes | None:
         full = self._prefix + key
@@ -256,6 +317,8 @@ class EtcdSession(StoreSession):
             )
         if self._bump:
             store.generation = revision
+        if revision > store.seen_revision:
+            store.seen_revision = revision
 
     def _compares(self) -> list[dict[str, Any]]:
         """The compares that check that nothing this session read has changed (and a
@@ -310,8 +373,12 @@ class EtcdStore(OrderedStore):
         self.max_request_bytes = max_request_bytes
         self.generation: int | None = None
         """The generation last seen in this process (None: not yet, or in doubt)."""
-        self.watch = RevisionWatch(client, self.prefix + REVISION)
-        """What wakes the watches: etcd's watch on the feed's revision key."""
+        self.seen_revision = 0
+        """The newest etcd revision this process has seen (a lower bound of any
+        later commit's: :meth:`EtcdSession.low_revision`)."""
+        self.watch = FeedWatch(client, self.prefix)
+        """What wakes the watches (etcd's watch on the feed's keys) and keeps the
+        feed's latest pages for them."""
 
     def session(self, read_only: bool = False) -> StoreSession:
         return EtcdSession(self, read_only)
@@ -363,7 +430,7 @@ class EtcdStore(OrderedStore):
             session.release()
 
     def change_marker(self) -> Any:
-        """See :class:`providers.etcd.watch.RevisionWatch` (None: watches poll)."""
+        """See :class:`providers.etcd.watch.FeedWatch` (None: watches poll)."""
         return self.watch.marker()
 
     def wait_for_change(self, marker: Any, timeout: float) -> None:

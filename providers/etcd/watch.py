@@ -1,17 +1,26 @@
-"""Waking the engine's watches from etcd's own ``/v3/watch`` instead of polling.
+"""Waking the engine's watches from etcd's own ``/v3/watch`` instead of polling,
+and keeping the change feed's latest pages for them.
 
 A watch of the engine (:func:`spi.kv.changes.watch`) reads the change feed itself
 and, once caught up, waits on the store's change marker
 (:meth:`spi.kv.OrderedStore.change_marker`). Every commit to a change-fed table
-rewrites the feed's revision key (``PREFIX/`` + :data:`spi.kv.layout.REVISION`), so
-:class:`RevisionWatch` keeps one gateway watch stream on that key per store: each
+writes its event pages and rewrites the feed's revision key (``PREFIX/`` +
+:data:`spi.kv.layout.REVISION`; see :mod:`providers.etcd.feedlog`), so
+:class:`FeedWatch` keeps one gateway watch stream on the feed's keys per store: each
 event moves the marker and wakes the waiting watches at once, where the engine's
 default would look every :data:`~spi.kv.store.POLL_INTERVAL` seconds.
+
+The stream also keeps the pages it delivers, the last :data:`KEEP_REVISIONS`
+revisions (at most :data:`KEEP_BYTES`), so the read a woken watch makes is answered
+from memory (:meth:`FeedWatch.recent`): a read from etcd's history would wait for
+etcd's history sync (about 100 ms). What it holds is complete from the revision the
+stream started at up to the last revision it delivered (etcd delivers a revision's
+events together, in revision order); a read outside that goes to etcd.
 
 The stream only wakes the watches; they read the feed themselves, so what must
 hold is that no wake-up is missed (an extra one costs a read):
 
-- The first marker reads the key (etcd revision ``H``) and the stream starts at
+- The first marker reads the feed (etcd revision ``H``) and the stream starts at
   ``H + 1``: a commit after the feed read that follows is an event.
 - When the stream ends or fails (the member serving it died), it is opened again on
   the next member from the revision after the last event it delivered (etcd sends
@@ -19,7 +28,7 @@ hold is that no wake-up is missed (an extra one costs a read):
   reconnect is counted (``watch_reconnects`` in ``p.stats()``) and logged at DEBUG.
   While no stream is open, waits are polls of ``POLL_INTERVAL`` seconds.
 - A start revision etcd compacted away: the stream starts again at the compaction
-  revision (and the watches read again).
+  revision (and the watches read again; the kept pages are dropped).
 - A gateway without ``/v3/watch`` (HTTP 404): waits poll, for the life of the store.
 
 The stream runs in a daemon thread, started by the first marker and ended when the
@@ -37,8 +46,9 @@ from typing import Any
 
 from urllib3.exceptions import HTTPError, ReadTimeoutError
 
-from providers.etcd.client import EtcdClient, b64, reason
+from providers.etcd.client import EtcdClient, b64, reason, unb64
 from spi.errors import KvError
+from spi.kv.layout import EVENTS, REVISION
 from spi.kv.store import POLL_INTERVAL
 from spi.stats import Counters
 
@@ -49,19 +59,31 @@ IDLE = 10.0
 when no watch waited meanwhile); also how long a member may take to open one."""
 _PAUSE = 0.05
 """Seconds between two rounds over the members while none serves the stream."""
+KEEP_REVISIONS = 1024
+KEEP_BYTES = 16 * 1024 * 1024
+"""The latest revisions whose pages the stream keeps, and their most bytes."""
 
 
 class _NoWatch(Exception):
     """The gateway has no watch endpoint."""
 
 
-class RevisionWatch:
-    """A marker that moves whenever ``key`` changes, from a ``/v3/watch`` stream."""
+class FeedWatch:
+    """A marker that moves whenever the change feed of the store under ``prefix``
+    changes, and the feed's latest pages, from a ``/v3/watch`` stream."""
 
-    def __init__(self, client: EtcdClient, key: bytes, *, path: str = "/v3/watch") -> None:
+    def __init__(self, client: EtcdClient, prefix: bytes, *, path: str = "/v3/watch") -> None:
         self._client = client
-        self._key = key
+        self._prefix = prefix
+        self._key = prefix + EVENTS
+        self._end = prefix + REVISION + b"\x00"
         self._path = path
+        self._pages: dict[int, list[tuple[bytes, bytes]]] = {}
+        """Revision -> its pages ``(key below the prefix, bytes)``, oldest first."""
+        self._kept_bytes = 0
+        self._from = 0
+        """Every feed event from this revision on, up to :attr:`_through`, is kept (0: none)."""
+        self._through = 0
         self.counters: Counters | None = None
         """Where reconnects are counted (the provider's, set when it opens)."""
         self._cond = threading.Condition()
@@ -88,12 +110,13 @@ class RevisionWatch:
             if self._thread is not None:
                 return self._marker
         try:
-            revision, _, _ = self._client.range(self._key, keys_only=True)
+            revision, _, _ = self._client.range(self._key, keys_only=True, limit=1)
         except KvError:
             return None  # the feed read that follows reports it
         with self._cond:
             if self._thread is None and not self._closed:
                 self._next = revision + 1
+                self._forget(self._next)
                 self._thread = threading.Thread(target=self._run, name="kvctl-etcd-watch", daemon=True)
                 self._thread.start()
             return self._marker
@@ -114,6 +137,31 @@ class RevisionWatch:
             finally:
                 self._listeners -= 1
                 self._used = time.monotonic()
+
+    def recent(self, start: int, end: int) -> list[tuple[int, bytes, bytes]] | None:
+        """The kept pages ``(revision, key, bytes)`` of revisions ``start..end`` in
+        order, when the stream has delivered all of them; else None (read etcd)."""
+        with self._cond:
+            if self._thread is None or not self._from or start < self._from or end > self._through:
+                return None
+            found = [(r, key, value) for r, pages in self._pages.items() if start <= r <= end for key, value in pages]
+        found.sort()
+        return found
+
+    def _forget(self, start: int) -> None:
+        """Drop the kept pages: what follows is complete from ``start`` on (0: nothing is)."""
+        self._pages.clear()
+        self._kept_bytes = 0
+        self._from, self._through = start, start - 1 if start else 0
+
+    def _keep(self, revision: int, key: bytes, value: bytes) -> None:
+        """Keep one delivered page (the lock is held)."""
+        self._pages.setdefault(revision, []).append((key, value))
+        self._kept_bytes += len(value)
+        while len(self._pages) > KEEP_REVISIONS or self._kept_bytes > KEEP_BYTES:
+            oldest = next(iter(self._pages))
+            self._kept_bytes -= sum(len(v) for _, v in self._pages.pop(oldest))
+            self._from = oldest + 1
 
     def close(self) -> None:
         """End the stream and its thread."""
@@ -139,6 +187,7 @@ class RevisionWatch:
                 if self._closed or idle:
                     self._thread = None
                     self.member = None
+                    self._forget(0)
                     self._cond.notify_all()
                     return
             try:
@@ -148,6 +197,7 @@ class RevisionWatch:
                 log.debug("etcd at %s has no %s: watches poll", self._client.endpoints[i], self._path)
                 with self._cond:
                     self.unavailable, self._thread, self.member = True, None, None
+                    self._forget(0)
                     self._cond.notify_all()
                 return
             except (HTTPError, OSError, ValueError, KeyError, KvError) as exc:
@@ -167,7 +217,7 @@ class RevisionWatch:
     def _follow(self, i: int, lost: str | None) -> None:
         """Open a stream on member ``i`` and handle its messages until it is quiet
         for :data:`IDLE` seconds (then return); raise when it fails or ends."""
-        body = {"create_request": {"key": b64(self._key), "start_revision": self._next}}
+        body = {"create_request": {"key": b64(self._key), "range_end": b64(self._end), "start_revision": self._next}}
         response = self._client.stream(i, self._path, body, IDLE)
         with self._cond:
             self._response = response
@@ -214,11 +264,19 @@ class RevisionWatch:
                         self._next,
                         lost,
                     )
+            cut = len(self._prefix)
             for event in result.get("events", ()):
-                self._next = max(self._next, int(event["kv"]["mod_revision"]) + 1)
+                kv = event["kv"]
+                revision = int(kv["mod_revision"])
+                key = unb64(kv["key"])[cut:]
+                if event.get("type") != "DELETE" and key.startswith(EVENTS) and self._from:
+                    self._keep(revision, key, unb64(kv.get("value")))
+                self._next = max(self._next, revision + 1)
+                self._through = max(self._through, revision) if self._from else 0
                 self._marker += 1
             if compacted:
                 self._next = max(self._next, compacted)
+                self._forget(self._next)
                 self._marker += 1
             self._cond.notify_all()
         if result.get("canceled") and not compacted:

@@ -85,6 +85,10 @@ class WriteBuffer:
         """See :meth:`StoreSession.known_revision`."""
         return self._session.known_revision()
 
+    def feed_log(self) -> object | None:
+        """See :meth:`StoreSession.feed_log`."""
+        return self._session.feed_log()
+
     def is_buffered(self, key: bytes) -> bool:
         """True if this transaction wrote ``key`` (its value is not the store's)."""
         self._settle(key, key)

@@ -40,9 +40,8 @@ from spi.kv.feed import (
     compacted_through,
     current_revision,
     forget_through,
+    log_of,
     parse_page,
-    parse_page_key,
-    revision_start,
     split_update,
 )
 from spi.kv.layout import CATALOG, Layout, LayoutCache
@@ -125,7 +124,7 @@ class _Reader:
         self._cache = cache
         self._selection = selection
         self._done = 0  # every revision up to this one is read
-        self._page = b""  # the first page key not read whole...
+        self._at = (1, 0)  # the first (revision, page) not read whole...
         self._skip = 0  # ...and how many of its events are read
 
     def start(self, since: int | None) -> int:
@@ -136,7 +135,7 @@ class _Reader:
             self._selection.resolve(view, self._cache)
             current = current_revision(view)
             self._done = current if since is None else since
-            self._page = revision_start(self._done + 1)
+            self._at = (self._done + 1, 0)
             self._check_compaction(view)
             return current
         finally:
@@ -163,26 +162,29 @@ class _Reader:
             scanned = 0
             matches = self._selection.matches
             keeps, prev = self._selection.wanted
-            for k, v in view.iterate(self._page, revision_start(last + 1), False):
-                revision, _ = parse_page_key(k)
-                micros, events = parse_page(v)
-                when = from_micros(micros)
-                skip = self._skip if k == self._page else 0
-                self._done = revision - 1
-                for i in range(skip, len(events)):
-                    op, row_key, stored = events[i]
-                    layout = tables.get(row_key[:_ROW_PREFIX])
-                    if layout is not None and (keeps is None or PUBLIC_OPS[op] in keeps) and matches(row_key):
-                        out.append(_decode(layout, revision, op, row_key, stored, when, prev))
-                        if limit is not None and len(out) >= limit:
-                            self._page, self._skip = k, i + 1
-                            return out, True
-                self._page, self._skip = k + b"\x00", 0
-                scanned += len(events) - skip
-                if scanned >= CHUNK:
-                    return out, True
+            pages = log_of(view).pages(view, *self._at, last)
+            try:
+                for revision, page, v in pages:
+                    micros, events = parse_page(v)
+                    when = from_micros(micros)
+                    skip = self._skip if (revision, page) == self._at else 0
+                    self._done = revision - 1
+                    for i in range(skip, len(events)):
+                        op, row_key, stored = events[i]
+                        layout = tables.get(row_key[:_ROW_PREFIX])
+                        if layout is not None and (keeps is None or PUBLIC_OPS[op] in keeps) and matches(row_key):
+                            out.append(_decode(layout, revision, op, row_key, stored, when, prev))
+                            if limit is not None and len(out) >= limit:
+                                self._at, self._skip = (revision, page), i + 1
+                                return out, True
+                    self._at, self._skip = (revision, page + 1), 0
+                    scanned += len(events) - skip
+                    if scanned >= CHUNK:
+                        return out, True
+            finally:
+                pages.close()  # what a store holds for the read (etcd: a history stream)
             self._done = max(self._done, last)
-            self._page, self._skip = revision_start(self._done + 1), 0
+            self._at, self._skip = (self._done + 1, 0), 0
             return out, False
         finally:
             view.discard()
@@ -254,13 +256,19 @@ def watch(
 
 
 def compact(transaction: Callable[[], KvTransaction], through: int) -> None:
-    """Forget the events with revision <= ``through`` (at most the current revision)."""
+    """Forget the events with revision <= ``through`` (at most the current revision),
+    in as many transactions as the store's limits need (each leaves a consistent feed)."""
     check_revision(through, "revision")
     with transaction() as tx:
         current = current_revision(tx)
         if through > current:
             raise InvalidFieldError(f"cannot compact through revision {through}: the store is at revision {current}")
-        forget_through(tx, through)
+        done = forget_through(tx, through)
+        log = log_of(tx)
+    while not done:
+        with transaction() as tx:
+            done = forget_through(tx, through)
+    log.forgotten(through)
 
 
 __all__ = ["CHUNK", "changes", "compact", "revision", "watch"]

@@ -25,6 +25,12 @@ and records the revision the feed is compacted through. Retention runs at most
 once per :attr:`FeedSettings.check_every` seconds per provider, in a commit that
 records events: a binary search over the revisions' first pages (a few point
 reads) finds the last revision older than the period.
+
+Where the pages live and how a commit takes its revision is the store's
+:class:`FeedLog` (:meth:`spi.kv.StoreSession.feed_log`): this module's own, a
+counter under ``REVISION`` and the pages keyed by revision, is the default; a store
+whose commits are numbered by the engine underneath (etcd: the revision of the
+commit's ``Txn``) gives its own.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import struct
 import sys
 import time
 from array import array
+from collections.abc import Generator
 from itertools import repeat
 
 from spi.changes import DEFAULT_RETENTION
@@ -219,10 +226,90 @@ class FeedSettings:
         return True
 
 
+def page_time(page: bytes) -> int:
+    """The commit time (µs since the epoch) of a stored page."""
+    return int(_PAGE_HEAD.unpack_from(page)[0])
+
+
+class FeedLog:
+    """Where a store keeps its change feed and how its commits take revisions.
+
+    This default numbers the commits itself: a counter under ``REVISION``, read and
+    rewritten by every commit that records events (sessions are exclusive, so the
+    numbers have no gaps), and each revision's pages under :func:`page_key`, in
+    revision order, so reading from a revision is one range and compaction one
+    range delete. A store whose commits get their numbers from the engine
+    underneath overrides it (:meth:`spi.kv.StoreSession.feed_log`).
+    """
+
+    def current(self, view: WriteBuffer) -> int:
+        """The store's revision as ``view`` sees it (0 before the first)."""
+        raw = view.get(REVISION)
+        return 0 if raw is None else int(unpack(raw))
+
+    def take(self, buffer: WriteBuffer, pages: list[bytes], now: int) -> int | None:
+        """Add ``pages`` (committed at ``now``, µs) to ``buffer``'s batch under the
+        commit's revision; the revision, or None when the store gives it at commit."""
+        known = buffer.known_revision()
+        revision = (self.current(buffer) if known is None else known) + 1
+        keys = list(map(_PAGE_KEY.pack, repeat(EVENTS), repeat(revision), range(len(pages))))
+        # Past every row and index key, already in order: the commit appends them unsorted.
+        buffer.append_last([*keys, REVISION], [*pages, pack(revision)])
+        return revision
+
+    def pages(self, view: WriteBuffer, revision: int, page: int, end: int) -> Generator[tuple[int, int, bytes]]:
+        """The stored pages ``(revision, page, bytes)`` from page ``page`` of
+        ``revision`` on, up to revision ``end``, in (revision, page) order."""
+        for key, value in view.iterate(page_key(revision, page), revision_start(end + 1), False):
+            at, number = _PAGE_KEY.unpack(key)[1:]
+            yield at, number, value
+
+    def forget_through(self, buffer: WriteBuffer, revision: int) -> bool:
+        """Delete every event with a revision <= ``revision`` at commit and record
+        it; False when some are left for another transaction (a store's limit)."""
+        if revision > compacted_through(buffer):
+            buffer.delete_range(EVENTS, revision_start(revision + 1))
+            buffer.put(COMPACTED, pack(revision))
+        return True
+
+    def forgotten(self, revision: int) -> None:
+        """Called once ``compact(revision)`` has committed (a store may compact its
+        own history too)."""
+
+    def trim(self, buffer: WriteBuffer, cutoff: int) -> None:
+        """Forget the revisions committed before ``cutoff`` (µs), at commit."""
+        newest = self.current(buffer)
+        lo = compacted_through(buffer) + 1
+        if lo > newest or self._commit_time(buffer, lo) >= cutoff:
+            return
+        hi = newest  # the last revision older than the cutoff is in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._commit_time(buffer, mid) < cutoff:
+                lo = mid
+            else:
+                hi = mid - 1
+        self.forget_through(buffer, lo)
+
+    @staticmethod
+    def _commit_time(view: WriteBuffer, revision: int) -> int:
+        raw = view.get(page_key(revision, 0))
+        return -1 if raw is None else page_time(raw)  # a missing page counts as old
+
+
+ORDERED_LOG = FeedLog()
+"""The engine's own feed log (the default of every store)."""
+
+
+def log_of(view: WriteBuffer) -> FeedLog:
+    """The feed log of the store ``view``'s session belongs to."""
+    log = view.feed_log()
+    return log if isinstance(log, FeedLog) else ORDERED_LOG
+
+
 def current_revision(view: WriteBuffer) -> int:
     """The store's revision as ``view`` sees it (0 before the first)."""
-    raw = view.get(REVISION)
-    return 0 if raw is None else int(unpack(raw))
+    return log_of(view).current(view)
 
 
 def compacted_through(view: WriteBuffer) -> int:
@@ -231,45 +318,21 @@ def compacted_through(view: WriteBuffer) -> int:
     return 0 if raw is None else int(unpack(raw))
 
 
-def record(buffer: WriteBuffer, settings: FeedSettings) -> int:
-    """Give ``buffer``'s events the next revision, in its own write batch; the revision."""
-    known = buffer.known_revision()
-    revision = (current_revision(buffer) if known is None else known) + 1
+def record(buffer: WriteBuffer, settings: FeedSettings) -> int | None:
+    """Give ``buffer``'s events the commit's revision, in its own write batch; the
+    revision (None: the store gives it at commit)."""
+    log = log_of(buffer)
     now = time.time_ns() // 1000
     pages = _pages(now, buffer.events)
-    keys = list(map(_PAGE_KEY.pack, repeat(EVENTS), repeat(revision), range(len(pages))))
-    # Past every row and index key, already in order: the commit appends them unsorted.
-    buffer.append_last([*keys, REVISION], [*pages, pack(revision)])
-    if settings.retention_due():
-        _trim(buffer, now - int(settings.retention * 1_000_000), revision - 1)
-    return revision
+    if settings.retention_due():  # before the new pages: a trim never looks at them
+        log.trim(buffer, now - int(settings.retention * 1_000_000))
+    return log.take(buffer, pages, now)
 
 
-def forget_through(buffer: WriteBuffer, revision: int) -> None:
-    """Delete every event with a revision <= ``revision`` at commit, and record it."""
-    if revision > compacted_through(buffer):
-        buffer.delete_range(EVENTS, revision_start(revision + 1))
-        buffer.put(COMPACTED, pack(revision))
-
-
-def _commit_time(view: WriteBuffer, revision: int) -> int:
-    raw = view.get(page_key(revision, 0))
-    return -1 if raw is None else int(_PAGE_HEAD.unpack_from(raw)[0])  # a missing page counts as old
-
-
-def _trim(buffer: WriteBuffer, cutoff: int, newest: int) -> None:
-    """Forget the revisions up to ``newest`` committed before ``cutoff`` (µs)."""
-    lo = compacted_through(buffer) + 1
-    if lo > newest or _commit_time(buffer, lo) >= cutoff:
-        return
-    hi = newest  # the last revision older than the cutoff is in [lo, hi]
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if _commit_time(buffer, mid) < cutoff:
-            lo = mid
-        else:
-            hi = mid - 1
-    forget_through(buffer, lo)
+def forget_through(buffer: WriteBuffer, revision: int) -> bool:
+    """Delete every event with a revision <= ``revision`` at commit, and record it;
+    False when some are left for another transaction."""
+    return log_of(buffer).forget_through(buffer, revision)
 
 
 __all__ = [
@@ -278,15 +341,19 @@ __all__ = [
     "OP_EXPIRE",
     "OP_PUT",
     "OP_UPDATE",
+    "ORDERED_LOG",
     "PAGE",
     "PUBLIC_OPS",
     "Events",
+    "FeedLog",
     "FeedSettings",
     "compacted_through",
     "current_revision",
     "delete_event",
     "forget_through",
+    "log_of",
     "page_key",
+    "page_time",
     "parse_page",
     "parse_page_key",
     "put_event",

@@ -112,6 +112,12 @@ class StoreSession(ABC):
         (RocksDB: the database stayed open; see :meth:`generation`); None: read it."""
         return None
 
+    def feed_log(self) -> object | None:
+        """Where this store keeps the change feed, a :class:`spi.kv.feed.FeedLog`
+        (typed loosely: the feed module builds on this one); None: the engine's own
+        (a revision counter, pages keyed by revision)."""
+        return None
+
 
 class OrderedStore(ABC):
     """A sorted byte-string map that hands out exclusive sessions."""
