@@ -113,12 +113,13 @@ class Layout:
         ``read_rows(view, chunks, limit, clock)``: the :class:`Row` of each stored
         value in the lists ``chunks`` (:meth:`~spi.kv.store.StoreSession.value_chunks`;
         at most ``limit``) that has not expired on ``clock`` (:mod:`spi.clock`, read
-        once, at the first row that expires at all), raising when ``view.ended``
-        (before each row and before the next chunk is fetched).
-        ``read_list(chunks, limit, clock)``: the same rows as one list built in one
-        call, for a caller that takes every row while its view is open (a page, a
-        one-off read). ``read_all(chunks, clock)``: every row of ``read_rows``, for
-        values read already (nothing to check between rows)."""
+        once, as the scan starts), raising when ``view.ended`` (before each row and
+        before the next chunk is fetched). ``read_list(chunks, limit, clock)``: the
+        same rows as one list built in one call, for a caller that takes every row
+        while its view is open (a page, a one-off read; the clock is read at the
+        first row that expires, so a point read of a row without expiry reads none).
+        ``read_all(chunks, clock)``: every row of ``read_rows``, for values read
+        already (nothing to check between rows)."""
         if where is None:
             return self._plain
         readers = self._readers.get(where)
@@ -297,24 +298,29 @@ def _generated_reader(
     test = f"if {keep} is not True:\n    continue\n" if keep is not None else ""
     whole = "r = decode_one(data)\n" if probing else ""
     values = dict_display(n, value)
-    row = (
-        f"v = r.head\n"
-        f"if v.__class__ is int:\n{indent(test + whole, '    ')}"
-        f"    row = Row({values}, v)\n"
-        f"else:\n"
-        f"    if now is None:\n"
-        f"        now = clock() // 1000\n"
-        f"    if v[1] <= now:\n"
-        f"        continue\n{indent(test + whole, '    ')}"
-        f"    row = Row({values}, v[0], v[1])\n"
-    )
+
+    def row_of(lazy: bool) -> str:
+        # ``lazy``: now is read at the first row that expires (a point read of a row
+        # without expiry reads no clock); else once before the loop (a scan).
+        first = "    if now is None:\n        now = clock() // 1000\n" if lazy else ""
+        return (
+            f"v = r.head\n"
+            f"if v.__class__ is int:\n{indent(test + whole, '    ')}"
+            f"    row = Row({values}, v)\n"
+            f"else:\n{first}"
+            f"    if v[1] <= now:\n"
+            f"        continue\n{indent(test + whole, '    ')}"
+            f"    row = Row({values}, v[0], v[1])\n"
+        )
+
+    row, row_lazy = row_of(False), row_of(True)
     # A chunk's stored values decode in one call, behind a msgpack array header.
     decoded = "decode(array_head(len(chunk)) + join(chunk))"
     loop = f"for data, r in zip(chunk, {decoded}):" if probing else f"for r in {decoded}:"
     body = (
         f"def read_rows(view, chunks, limit, clock):\n"
         f"    n = 0\n"
-        f"    now = None\n"
+        f"    now = clock() // 1000\n"
         f"    while True:\n"
         f"        if view.ended:  # checked before the store is touched again\n"
         f"            raise ended_error()\n"
@@ -336,14 +342,14 @@ def _generated_reader(
         f"    now = None\n"
         f"    for chunk in chunks:\n"
         f"        {loop}\n"
-        f"{indent(row, ' ' * 12)}"
+        f"{indent(row_lazy, ' ' * 12)}"
         f"            append(row)\n"
         f"            n += 1\n"
         f"            if n == limit:\n"
         f"                return rows\n"
         f"    return rows\n"
         f"def read_all(chunks, clock):\n"
-        f"    now = None\n"
+        f"    now = clock() // 1000\n"
         f"    for chunk in chunks:\n"
         f"        {loop}\n"
         f"{indent(row, ' ' * 12)}"
