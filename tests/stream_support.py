@@ -56,6 +56,18 @@ def write_history(url: str, start: int = 0) -> None:
         t.load([{"region": "bulk", "id": start + i, "total": float(i), "note": "b", "at": T0} for i in range(30)])
 
 
+def stream(spark: Any, url: str, **options: str) -> Any:
+    """A streaming read of the orders feed."""
+    reader = spark.readStream.format("kvctl").option("url", url).option("table", SPEC.name).option("changes", "true")
+    return reader.options(**options).load()
+
+
+def sink(df: Any, url: str, checkpoint: Path, table: str = SPEC.name) -> None:
+    """Run ``df`` into the kvctl sink with Trigger.AvailableNow until it is done."""
+    writer = df.writeStream.format("kvctl").option("url", url).option("table", table)
+    writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start().awaitTermination()
+
+
 def table_state(url: str, name: str = SPEC.name) -> list[tuple[dict[str, Any], int]]:
     """A table's rows and versions in key order."""
     with spi.connect(url) as p:

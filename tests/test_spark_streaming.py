@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from cli_support import Kvctl, assert_one_error
 from conftest import need
-from stream_support import SPEC, commits, create_target, rocksdb, table_state, write_history
+from stream_support import SPEC, commits, create_target, rocksdb, sink, stream, table_state, write_history
 
 import spi
 from kvctl.spark.errors import unwrap
@@ -48,12 +48,6 @@ def as_dicts(rows: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def stream(spark: Any, url: str, **options: str) -> Any:
-    """A streaming read of the orders feed."""
-    reader = spark.readStream.format("kvctl").option("url", url).option("table", SPEC.name).option("changes", "true")
-    return reader.options(**options).load()
-
-
 def collect_batches(spark: Any, df: Any, checkpoint: Path) -> list[tuple[int, list[dict[str, Any]]]]:
     """Run ``df`` with Trigger.AvailableNow into foreachBatch; every batch's id and rows."""
     batches: list[tuple[int, list[dict[str, Any]]]] = []
@@ -64,12 +58,6 @@ def collect_batches(spark: Any, df: Any, checkpoint: Path) -> list[tuple[int, li
     query = df.writeStream.foreachBatch(keep).option("checkpointLocation", str(checkpoint))
     query.trigger(availableNow=True).start().awaitTermination()
     return batches
-
-
-def sink(df: Any, url: str, checkpoint: Path, table: str = SPEC.name) -> None:
-    """Run ``df`` into the kvctl sink with Trigger.AvailableNow until it is done."""
-    writer = df.writeStream.format("kvctl").option("url", url).option("table", table)
-    writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start().awaitTermination()
 
 
 def by_key(events: list[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
