@@ -75,9 +75,7 @@ class KvProvider(ProviderBase):
         return self._transactions.begin(self._begin)
 
     def _begin(self) -> KvTransaction:
-        tx = KvTransaction(self._transaction_session(), self.layouts, self._feed)
-        tx.clock = self.layouts.clock
-        return tx
+        return KvTransaction(self._transaction_session(), self.layouts, self._feed)
 
     def _transaction_session(self) -> StoreSession:
         """The session a new transaction runs on (etcd: one that guesses the generation)."""

@@ -53,7 +53,7 @@ class KvTransaction(WriteBuffer, TransactionBase):
     """A transaction over an exclusive store session with a write buffer."""
 
     def __init__(self, session: StoreSession, cache: LayoutCache, feed: FeedSettings | None = None) -> None:
-        WriteBuffer.__init__(self, session)
+        WriteBuffer.__init__(self, session, cache.clock)  # the provider's clock, for the whole transaction
         TransactionBase.__init__(self)
         self._cache = cache
         self._feed = feed or FeedSettings()
