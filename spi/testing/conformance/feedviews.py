@@ -75,12 +75,12 @@ class ChangeViewTests:
         assert (first.created, first.prev) == (True, None)
         assert second.created is False and second.prev is not None and second.prev["n"] == 2
 
-    def test_expiry_is_on_puts_and_an_expired_row_is_the_expire_events_prev(self, provider: Any) -> None:
+    def test_expiry_is_on_puts_and_an_expired_row_is_the_expire_events_prev(self, provider: Any, clock: Any) -> None:
         if Capability.EXPIRY not in provider.capabilities:
             pytest.skip("not applicable: the provider does not declare capability expiry")
         t = fed_orders(provider)
         t.upsert({"region": "eu", "id": 1, "status": "old"}, ttl=0.2)
-        time.sleep(0.4)
+        clock.advance(0.4)
         t.upsert({"region": "eu", "id": 1, "status": "new"})  # meets the expired row: swept first
         put, expire, again = provider.changes("orders", prev=True)
         assert put.expires_at is not None and put.created is True

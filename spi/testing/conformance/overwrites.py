@@ -173,11 +173,11 @@ class OverwriteChangeTests:
 class OverwriteExpiryTests:
     """Old rows that had expired: no ``"delete"``, at most their ``"expire"``."""
 
-    def test_expired_old_rows_give_no_delete(self, provider: Any) -> None:
+    def test_expired_old_rows_give_no_delete(self, provider: Any, clock: Any) -> None:
         t = fed_orders(provider)
         t.load([{"region": "eu", "id": 1}, {"region": "eu", "id": 2}], ttl=SHORT)
         t.upsert({"region": "eu", "id": 3})
-        time.sleep(SHORT + 0.15)
+        clock.advance(SHORT + 0.15)
         before = provider.revision()
         provider.admin.drop(
             _overwrite(provider, [{"region": "eu", "id": 2}, {"region": "eu", "id": 4}], keep_versions=False)
