@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
+import struct
 import subprocess
 import sys
+import termios
 import threading
 from pathlib import Path
 
 import pytest
-from cli_support import ORDERS_FIELDS, PROVIDER_KINDS, REPO, provider_url, run_process
+from cli_support import ORDERS_FIELDS, PROVIDER_KINDS, REPO, provider_url, run_process, until
 
 
 @pytest.fixture(params=PROVIDER_KINDS)
@@ -154,9 +157,16 @@ def test_command_map_matches_what_each_module_registers() -> None:
     assert registered == COMMANDS
 
 
+def _waits_for_more(pid: int, writer: int) -> bool:
+    """Whether process ``pid`` has read everything written to the pipe ``writer`` and
+    is blocked reading it again (Linux: its main thread sleeps in the kernel's pipe read)."""
+    unread = struct.unpack("i", fcntl.ioctl(writer, termios.FIONREAD, b"\0\0\0\0"))[0]
+    wchan = Path(f"/proc/{pid}/wchan").read_text()
+    return unread == 0 and "pipe_read" in wchan
+
+
 def test_interrupt_exits_130(url: str, tmp_path: Path) -> None:
     import signal
-    import time
 
     fifo = tmp_path / "in.ndjson"
     os.mkfifo(fifo)
@@ -170,7 +180,7 @@ def test_interrupt_exits_130(url: str, tmp_path: Path) -> None:
     with open(fifo, "w") as writer:  # the command now waits for input
         writer.write('{"region": "zz", "id": 1}\n')
         writer.flush()
-        time.sleep(1.0)
+        assert until(lambda: _waits_for_more(proc.pid, writer.fileno()), 60), "put did not read its input"
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and out == "", err

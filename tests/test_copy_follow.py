@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import REPO, Kvctl, assert_one_error, provider_url
+from cli_support import REPO, Kvctl, assert_one_error, provider_url, until
 from copy_support import kvctl_process
 
 import spi
@@ -225,10 +225,9 @@ def test_cut_over_freeze_drain_and_compare(tmp_path: Path, request: pytest.Fixtu
         assert "table things is frozen" in _wait_for_line(writer.stdout, r"^frozen:", writer)
         assert writer.wait(60) == 0
         last = _revision(src)
-        deadline = time.monotonic() + 60
-        while _state(dst) != _state(src) and time.monotonic() < deadline:  # drain
-            time.sleep(0.2)
-        assert _state(dst) == _state(src)  # rows, versions and expiry
+        expected = _state(src)  # frozen: it no longer changes
+        assert until(lambda: _state(dst) == expected, 60)  # drained: rows, versions and expiry
+        assert _state(src) == expected
         assert _revision(src) == last  # nothing was written after the freeze
     finally:
         if writer.poll() is None:

@@ -9,16 +9,17 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import until
 
 import spi
 from providers.memory.provider import MemoryProvider, MemoryStore, _MemorySession
-from providers.rocksdb.handle import LOCK_NAME
+from providers.rocksdb.handle import LOCK_NAME, WAIT_NAME
+from spi.clock import ManualClock
 from spi.errors import RowExistsError, RowNotFoundError, VersionMismatchError
 from spi.kv import StoreSession
 from spi.kv.layout import EVENTS, REVISION
@@ -135,10 +136,7 @@ def test_rocksdb_closes_again_when_idle_after_auto_commit_writes(tmp_path: Path)
         t.upsert({"k": "a", "n": 1})
         t.increment(("a",), "n")
         assert _locked(tmp_path / "db")  # open while busy (and a moment after)
-        deadline = time.monotonic() + 10
-        while _locked(tmp_path / "db") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _locked(tmp_path / "db")
+        assert until(lambda: not _locked(tmp_path / "db"), 10)
         assert t.read(("a",))["n"] == 2  # type: ignore[index]
         assert [c.op for c in p.changes("fed")] == ["put", "put"]
 
@@ -155,13 +153,24 @@ def test_rocksdb_auto_commit_increment_waits_for_another_process_transaction(tmp
             sys.executable,
             "-c",
             textwrap.dedent(f"""
-                import time, spi
+                import fcntl, os, time, spi
                 p = spi.connect({url!r})
                 with p.transaction() as tx:
                     t = tx.table("fed")
                     n = t.read(("a",))["n"]
                     print("holding", flush=True)
-                    time.sleep(0.5)
+                    # Hold until the other process waits for the path (it holds {WAIT_NAME}
+                    # shared meanwhile), at most 3 s (its busy timeout is 5).
+                    fd = os.open(os.path.join({str(tmp_path / "db")!r}, {WAIT_NAME!r}), os.O_RDWR | os.O_CREAT)
+                    deadline = time.monotonic() + 3
+                    while time.monotonic() < deadline:
+                        try:
+                            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        except BlockingIOError:
+                            break
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+                        time.sleep(0.005)
+                    os.close(fd)
                     t.upsert({{"k": "a", "n": n + 100}})
                 p.close()
             """),
@@ -196,8 +205,9 @@ def test_rocksdb_auto_commit_writes_keep_versions_expiry_and_indexes(tmp_path: P
             assert made is not None and made["tag"] == "z"
             assert t.count() == 2
             assert p.admin.verify(name) == []
+        p.clock = clock = ManualClock()  # expiry is decided on it
         assert p.table("plain").update(("a",), {"n": 0}, ttl=0.05) == 5
-        time.sleep(0.1)
+        clock.advance(0.1)  # the row's TTL runs out
         assert p.table("plain").read(("a",)) is None
         assert p.table("plain").upsert({"k": "a"}) == 1  # an expired row counts as absent
         assert p.admin.verify("plain") == []
@@ -214,14 +224,14 @@ def test_rocksdb_point_writes_wait_for_a_transaction_in_another_thread(tmp_path:
         t.upsert({"k": "a", "n": 1})
         assert t.increment(("a",), "n", 1) == 2  # idle: the point path
         assert t.upsert({"k": "a", "tag": "t"}) == 3
-        holding = threading.Event()
+        holding, waits = threading.Event(), p.stats()["lock_waits"]
 
         def hold() -> None:
             with p.transaction() as tx:
                 held = tx.table("plain")
                 n = held.read(("a",))["n"]  # type: ignore[index]
                 holding.set()
-                time.sleep(0.3)
+                until(lambda: p.stats()["lock_waits"] > waits, 10)  # the increment waits for us now
                 held.upsert({"k": "a", "n": n + 100})
 
         holder = threading.Thread(target=hold)
@@ -229,6 +239,7 @@ def test_rocksdb_point_writes_wait_for_a_transaction_in_another_thread(tmp_path:
         assert holding.wait(10)
         assert t.increment(("a",), "n", 1) == 103
         holder.join()
+        assert p.stats()["lock_waits"] == waits + 1  # it did wait for the transaction
         assert t.upsert({"k": "a", "tag": "u"}) == 6
         row = t.read(("a",))
         assert row is not None and (row["n"], row["tag"], row.version, row.expires_at) == (103, "u", 6, None)

@@ -143,7 +143,7 @@ def test_sigkill_during_a_load_into_a_change_fed_table_keeps_rows_and_events_tog
         )
         assert proc.stdout is not None
         reported = int(proc.stdout.readline())  # at least one batch committed
-        time.sleep(delays[round_])
+        time.sleep(delays[round_])  # the point: a kill at a random moment of the load
         proc.send_signal(signal.SIGKILL)
         # The rest through the same reader: readline may have buffered later lines,
         # which communicate() (reading the pipe itself) would never see.
@@ -222,13 +222,14 @@ def test_a_waiting_rocksdb_watcher_does_not_hold_the_path(tmp_path: Path) -> Non
     try:
         assert watcher.stdout is not None
         assert watcher.stdout.readline().strip() == "waiting"  # it read the feed once and waits now
-        for _ in range(10):
+        for _ in range(10):  # the point: free for a while, not only at one moment
             assert _path_is_free(tmp_path / "db")
             time.sleep(0.03)
         with spi.connect(url) as p:
             p.table("t").upsert({"id": 1, "g": 0})
         assert watcher.stdout.readline().strip() == "event"
-        time.sleep(0.1)  # a watcher's read closes the database at once: no 0.25 s linger
+        # A watcher's read closes the database at once (before the event is handed
+        # over), with no 0.25 s linger: the path is free already.
         assert _path_is_free(tmp_path / "db")
     finally:
         watcher.kill()

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -89,7 +88,7 @@ def test_rocksdb_lock_waits_are_counted(tmp_path: Path) -> None:
             with p.transaction() as tx:
                 tx.table("plain").read(("k0",))
                 holding.set()
-                time.sleep(0.2)
+                until(lambda: p.stats()["lock_waits"] > waited, 10)  # held until the increment waits
 
         holder = threading.Thread(target=hold)
         holder.start()

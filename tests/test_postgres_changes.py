@@ -5,7 +5,6 @@ dropped table, writers racing for revisions."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -70,19 +69,21 @@ def test_a_dropped_table_loses_its_events_and_ends_keyed_watchers(pg_factory: Ca
     p = pg_factory()
     p.admin.create(SPEC)
     p.table("t").upsert({"id": 1})
-    watcher = p.watch("t", key=(1,), timeout=20)
+    watcher = p.watch("t", key=(1,), timeout=20, progress=0.05)
     ended: list[BaseException] = []
+    watching = threading.Event()
 
     def watch() -> None:
         try:
-            for _ in watcher:
-                pass
+            for item in watcher:
+                if isinstance(item, spi.Progress):
+                    watching.set()  # caught up: it waits for events now
         except BaseException as exc:
             ended.append(exc)
 
     thread = threading.Thread(target=watch)
     thread.start()
-    time.sleep(0.3)
+    assert watching.wait(10)
     p.admin.drop("t")
     p.admin.create(SPEC)  # at once: the watcher may first see the new table
     thread.join(10)

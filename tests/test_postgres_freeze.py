@@ -5,11 +5,12 @@ before it (the contract itself is in spi/testing/conformance/freeze.py)."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
+import psycopg
 import pytest
+from cli_support import until
 
 import spi
 from spi.errors import ConflictError, FrozenTableError
@@ -69,7 +70,18 @@ def test_a_transaction_that_read_before_the_freeze_cannot_write_after_it(pg_fact
         other.close()
 
 
-def test_freeze_waits_for_a_transaction_that_wrote_the_table(pg_factory: Callable[..., Any]) -> None:
+def _lock_waits(dsn: str, schema: str) -> int:
+    """How many lock requests on the tables of ``schema`` wait (are not granted)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT l.granted AND n.nspname = %s",
+            (schema,),
+        ).fetchone()
+    return int(found[0]) if found else 0
+
+
+def test_freeze_waits_for_a_transaction_that_wrote_the_table(pg_factory: Callable[..., Any], pg_server: Any) -> None:
     p, other = _two(pg_factory)
     try:
         frozen = threading.Event()
@@ -82,7 +94,7 @@ def test_freeze_waits_for_a_transaction_that_wrote_the_table(pg_factory: Callabl
             tx.table("orders").upsert({"region": "eu", "id": 1000})
             freezer = threading.Thread(target=freeze)
             freezer.start()
-            time.sleep(0.5)
+            assert until(lambda: _lock_waits(pg_server.dsn, p.schema) > 0, 30)  # the freeze waits for the table
             assert not frozen.is_set()  # the writer commits first
         freezer.join(30)
         assert frozen.is_set()

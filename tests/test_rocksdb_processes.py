@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import signal
@@ -13,8 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from cli_support import until
 
 import spi
+from providers.rocksdb.handle import WAIT_NAME
 from spi.errors import ProviderUnavailableError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,10 +35,23 @@ def _child(code: str) -> subprocess.Popen[str]:
         [sys.executable, "-c", textwrap.dedent(code)],
         env=env,
         cwd=ROOT,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _others_wait(db: Path) -> bool:
+    """True while some process waits for the path (it holds ``kvctl.wait`` shared)."""
+    fd = os.open(db / WAIT_NAME, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the lock
+    return False
 
 
 def _wait_for(proc: subprocess.Popen[str], word: str) -> None:
@@ -71,12 +87,12 @@ def test_busy_path_waits_then_fails_with_unavailable(tmp_path: Path) -> None:
     with spi.connect(url) as p:
         p.admin.create(SPEC)
     holder = _child(f"""
-        import time, spi
+        import sys, spi
         p = spi.connect({url!r})
         with p.transaction() as tx:
             tx.table("c").upsert({{"k": "x", "n": 1}})
             print("holding", flush=True)
-            time.sleep(2)
+            sys.stdin.readline()  # held until the test says so
         print("released", flush=True)
     """)
     try:
@@ -84,10 +100,17 @@ def test_busy_path_waits_then_fails_with_unavailable(tmp_path: Path) -> None:
         started = time.monotonic()
         with spi.connect(url + "?busy_timeout=0.5") as p, pytest.raises(ProviderUnavailableError, match="busy"):
             p.table("c").read(("x",))
-        assert time.monotonic() - started < 1.8  # gave up at its timeout, not when the holder finished
-        # A patient process gets in once the holder commits, and sees its write.
-        with spi.connect(url + "?busy_timeout=30") as p:
-            assert p.table("c").read(("x",))["n"] == 1
+        assert time.monotonic() - started < 1.8  # gave up at its timeout
+        # A patient process waits, gets in once the holder commits, and sees its write.
+        with spi.connect(url + "?busy_timeout=30") as p, ThreadPoolExecutor(1) as pool:
+            patient = pool.submit(lambda: p.table("c").read(("x",)))
+            assert until(lambda: _others_wait(tmp_path / "db") or patient.done(), 30)
+            assert not patient.done()  # it waits for the holder
+            assert holder.stdin is not None
+            holder.stdin.write("release\n")
+            holder.stdin.flush()
+            assert patient.result(30)["n"] == 1  # type: ignore[index]
+        _wait_for(holder, "released")
     finally:
         holder.kill()
         holder.communicate()
@@ -101,7 +124,7 @@ def test_idle_provider_does_not_block_other_processes(tmp_path: Path) -> None:
         p.admin.create(spi.TableSpec("c", [spi.Field("k", "string"), spi.Field("n", "long")], ["k"]))
         p.table("c").upsert({{"k": "x", "n": 7}})
         print("idle", flush=True)
-        time.sleep(30)
+        time.sleep(30)  # stays alive (and idle) until the test kills it
     """)
     try:
         _wait_for(idle, "idle")
@@ -188,7 +211,7 @@ def test_sigkill_during_bulk_load_keeps_whole_batches(tmp_path: Path) -> None:
         )
         assert proc.stdout is not None
         reported = int(proc.stdout.readline())  # at least one batch committed
-        time.sleep(delays[round_])
+        time.sleep(delays[round_])  # the point: a kill at a random moment of the load
         proc.send_signal(signal.SIGKILL)
         # The rest through the same reader: readline may have buffered later lines,
         # which communicate() (reading the pipe itself) would never see.
