@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import events, on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.timer import Timer
@@ -68,7 +69,11 @@ class RowsScreen(LiveScreen):
     """The rows of one table."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "filter", "Filter", key_display="/", tooltip="Filter the rows (--where syntax)"),
+        # a priority binding runs as the key is read, so the keys typed right after / go
+        # to the filter (see action_filter)
+        Binding(
+            "slash", "filter", "Filter", key_display="/", tooltip="Filter the rows (--where syntax)", priority=True
+        ),
         Binding("a", "add", "Add", tooltip="Add a row"),
         Binding("e", "edit", "Edit", tooltip="Edit the row under the cursor"),
         Binding("d", "delete", "Delete", tooltip="Delete the row under the cursor (asks first)"),
@@ -110,7 +115,7 @@ class RowsScreen(LiveScreen):
 
     def on_mount(self) -> None:
         """Read the first page now (sized for the screen; a resize corrects it)."""
-        self.grid.focus()
+        self.set_focus(self.grid)  # before the read shows the grid loading (unfocusable)
         self._load(Position(), Cursor(), reload_spec=True)
         if self.live_at_start:
             self.action_watch()
@@ -342,8 +347,12 @@ class RowsScreen(LiveScreen):
 
     # ------------------------------------------------------------------ filter, order, go to
     def action_filter(self) -> None:
-        """Focus the filter."""
-        self.filter_bar.input.focus()
+        """Focus the filter at once: what is typed right after / goes into it (a deferred
+        focus left the keys already read to the rows: the s of "status" opened the spec).
+        In an input, / is a character."""
+        if isinstance(self.focused, Input):
+            raise SkipAction()
+        self.set_focus(self.filter_bar.input)
 
     @on(FilterBar.Left)
     def filter_left(self) -> None:
@@ -371,7 +380,7 @@ class RowsScreen(LiveScreen):
         self.filter_bar.clear_error()
         self.history.add(self.table_name, text)
         self.rows_query = query
-        self.grid.focus()
+        self.set_focus(self.grid)  # now: a deferred focus found the grid loading (unfocusable) when the read was slow
         self._load(Position(), Cursor())
 
     def action_order(self) -> None:
