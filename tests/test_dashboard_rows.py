@@ -250,8 +250,8 @@ async def test_a_filter_gives_the_focus_back_to_the_rows_even_when_the_read_is_s
 ) -> None:
     """Enter in the filter moves the focus to the rows at once: a focus deferred until
     after the read's loading indicator showed (a slow machine) found the grid loading,
-    which takes no focus, and the next keys went into the filter (the CI flake of
-    test_add_counts_the_row_and_shows_it: its "a" was typed into the filter)."""
+    which takes no focus, and the next keys went into the filter (how
+    test_add_counts_the_row_and_shows_it failed under load: its "a" was typed there)."""
     load = RowsScreen._load
 
     def slow_load(screen: RowsScreen, *args: Any, **kwargs: Any) -> None:
