@@ -145,6 +145,10 @@ class EtcdSession(StoreSession):
         """The store this session belongs to."""
         return self._store
 
+    def blind_counters(self) -> bool:
+        """Yes: concurrent inserts into one table must not all conflict over its counter."""
+        return True
+
     def feed_log(self) -> EtcdFeedLog:
         """The change feed on etcd's revisions (:mod:`providers.etcd.feedlog`)."""
         return EtcdFeedLog(self)

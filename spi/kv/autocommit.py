@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar, cast
 from spi.errors import InvalidFieldError
 from spi.filters import Expr
 from spi.keys import KeyLike, Range, key_of, normalize_key
+from spi.kv import counters
 from spi.kv.buffer import WriteBuffer
 from spi.kv.feed import FeedSettings
 from spi.kv.layout import Layout, LayoutCache, pack, unpack
@@ -56,7 +57,10 @@ def _put(session: StoreSession, layout: Layout, key: bytes, values: dict[str, An
     version = 1 if old is None else old.version + 1
     writes = {key: layout.encode_row(values, version, None)}
     if old is None and (counted := session.get(layout.count_key)) is not None:  # older tables have no counter
-        writes[layout.count_key] = pack(unpack(counted) + 1)
+        if session.blind_counters():  # see spi.kv.counters
+            writes[counters.delta_key(layout.count_key)] = pack(1)
+        else:
+            writes[layout.count_key] = pack(unpack(counted) + 1)
     keys = sorted(writes)
     session.commit([], keys, [writes[k] for k in keys])
     return version

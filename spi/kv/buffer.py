@@ -89,6 +89,10 @@ class WriteBuffer:
         """See :meth:`StoreSession.feed_log`."""
         return self._session.feed_log()
 
+    def blind_counters(self) -> bool:
+        """See :meth:`StoreSession.blind_counters`."""
+        return self._session.blind_counters()
+
     def is_buffered(self, key: bytes) -> bool:
         """True if this transaction wrote ``key`` (its value is not the store's)."""
         self._settle(key, key)

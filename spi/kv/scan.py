@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from spi.codec import decode_key, decode_nullable, encode_nullable, prefix_successor
 from spi.filters import Expr
 from spi.keys import Range, ResolvedRange, key_of, quantile_cuts, ranges_between
+from spi.kv import counters
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import Layout, range_bytes
 from spi.kv.layout import unpack as _unpack
@@ -347,10 +348,9 @@ class Scanner:
     def stored_count(self) -> int | None:
         """How many rows the table stores as this transaction sees it (expired ones
         not swept yet included), from its row counter; None for a table without one."""
-        raw = self._buffer.get(self._layout.count_key)
-        if raw is None:
-            return None
-        return int(_unpack(raw)) + self._buffer.row_deltas.get(self._layout.count_key, 0)
+        key = self._layout.count_key
+        total = counters.stored(self._buffer, key)
+        return None if total is None else total + self._buffer.row_deltas.get(key, 0)
 
     def has_expired(self, now: int) -> bool:
         """True when a row of the table has expired by ``now`` and is not swept yet."""

@@ -112,6 +112,13 @@ class StoreSession(ABC):
         (RocksDB: the database stayed open; see :meth:`generation`); None: read it."""
         return None
 
+    def blind_counters(self) -> bool:
+        """True when a commit should add to a table's row counter by writing a delta
+        entry of its own (:func:`spi.kv.counters.add`) instead of rewriting the counter:
+        for optimistic stores, where every insert rewriting one key would make any two
+        concurrent inserts into a table conflict."""
+        return False
+
     def feed_log(self) -> object | None:
         """Where this store keeps the change feed, a :class:`spi.kv.feed.FeedLog`
         (typed loosely: the feed module builds on this one); None: the engine's own

@@ -8,9 +8,10 @@ as one batch. It also caches each table's layout for its lifetime.
 from __future__ import annotations
 
 from spi.errors import TableNotFoundError
+from spi.kv import counters
 from spi.kv.buffer import WriteBuffer
 from spi.kv.feed import FeedSettings, record
-from spi.kv.layout import Layout, LayoutCache, catalog_key, pack, unpack
+from spi.kv.layout import Layout, LayoutCache, catalog_key
 from spi.kv.store import StoreSession
 from spi.kv.table import KvTable
 from spi.provider import TransactionBase
@@ -39,9 +40,8 @@ def commit(buffer: WriteBuffer, feed: FeedSettings) -> None:
     its events; then release its session (on failure too)."""
     try:
         for key, delta in buffer.row_deltas.items():
-            stored = buffer.get(key) if delta else None
-            if stored is not None:  # a table made before row counters has none
-                buffer.put(key, pack(unpack(stored) + delta))
+            if delta:
+                counters.add(buffer, key, delta)
         revision = record(buffer, feed) if buffer.events or buffer.feed_touched else None
     except BaseException:
         buffer.discard()
