@@ -7,6 +7,7 @@ provider is not available).
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import os
 import subprocess
@@ -128,3 +129,16 @@ def until(check: Callable[[], bool], timeout: float = 5.0) -> bool:
             return True
         time.sleep(0.05)
     return check()
+
+
+def flock_held(path: Path) -> bool:
+    """True while some process holds a ``flock`` on ``path`` (shared or exclusive):
+    tried without waiting, and let go at once (created when missing)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the lock
+    return False

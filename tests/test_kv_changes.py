@@ -4,7 +4,6 @@ middle of a load, the watch wake-up file."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import random
 import signal
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import flock_held
 
 import spi
 from spi.codec import prefix_successor
@@ -197,14 +197,7 @@ for item in p.watch("t", timeout=30, progress=1.0):  # a read a second, as witho
 
 
 def _path_is_free(db: Path) -> bool:
-    fd = os.open(db / "kvctl.lock", os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)  # closing releases the lock
-    return True
+    return not flock_held(db / "kvctl.lock")
 
 
 @pytest.mark.slow

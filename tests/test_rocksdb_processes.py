@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import random
 import signal
@@ -14,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from cli_support import until
+from cli_support import flock_held, until
 
 import spi
 from providers.rocksdb.handle import WAIT_NAME
@@ -44,14 +43,7 @@ def _child(code: str) -> subprocess.Popen[str]:
 
 def _others_wait(db: Path) -> bool:
     """True while some process waits for the path (it holds ``kvctl.wait`` shared)."""
-    fd = os.open(db / WAIT_NAME, os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing releases the lock
-    return False
+    return flock_held(db / WAIT_NAME)
 
 
 def _wait_for(proc: subprocess.Popen[str], word: str) -> None:
