@@ -397,6 +397,19 @@ async def test_loading_indicator_while_the_store_is_busy() -> None:
         thread.join()
         await settle(app, pilot)
         assert not grid.loading and rows_shown(app) == before
+        assert app.focused is grid  # escape meant the rows: they take the focus once loaded
+        thread = threading.Thread(target=hold)  # a reload with the focus on the rows keeps it there
+        holding.clear()
+        release.clear()
+        thread.start()
+        holding.wait(5)
+        await pilot.press("r")
+        await pilot.pause(0.5)
+        assert grid.loading
+        release.set()
+        thread.join()
+        await settle(app, pilot)
+        assert not grid.loading and app.focused is grid
     p.close()
 
 

@@ -103,6 +103,9 @@ class RowsScreen(LiveScreen):
         self._page_size = 0
         self._pending: tuple[Position, Cursor, bool, bool] | None = None
         """The read on its way (position, cursor, reload_spec, previous), until shown."""
+        self._refocus = False
+        """The rows had the focus when the loading indicator covered them (a loading
+        widget cannot keep the focus: Textual moves it on), so it goes back after."""
         self._last_read = 0.0
         self._example_of: spi.TableSpec | None = None
 
@@ -160,6 +163,7 @@ class RowsScreen(LiveScreen):
         self._read(position, cursor, self.rows_query, self._page_size, reload_spec, previous)
 
     def _show_busy(self) -> None:
+        self._refocus = self.focused is self.grid
         self.grid.loading = True
 
     def _not_busy(self) -> None:
@@ -167,6 +171,9 @@ class RowsScreen(LiveScreen):
             self._busy_timer.stop()
             self._busy_timer = None
         self.grid.loading = False
+        if self._refocus:
+            self._refocus = False
+            self.set_focus(self.grid)
 
     @work(thread=True, exclusive=True, group="page")
     def _read(
@@ -353,10 +360,12 @@ class RowsScreen(LiveScreen):
         if isinstance(self.focused, Input):
             raise SkipAction()
         self.set_focus(self.filter_bar.input)
+        self._refocus = False  # typing a filter while a page loads: the focus stays there
 
     @on(FilterBar.Left)
     def filter_left(self) -> None:
-        """Back to the rows."""
+        """Back to the rows (once they have loaded, when they are loading)."""
+        self._refocus = self.grid.loading
         self.grid.focus()
 
     @on(Input.Submitted, "#where")
