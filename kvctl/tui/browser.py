@@ -135,6 +135,23 @@ def exists(table: spi.Table, spec: spi.TableSpec, prefix: tuple[Any, ...]) -> bo
     return bool(table.scan_page(rng, limit=1, columns=[]).rows)
 
 
+def hidden_cursor(table: spi.Table, view: PageView, cursor: Cursor) -> Cursor:
+    """Go to key under a filter: a key that exists but does not match the filter is
+    said to be hidden by it (not missing); ``cursor`` as it is otherwise."""
+    target = cursor.target()
+    if target is None or view.position.anchor != target:  # not a jump (a save, a refresh)
+        return cursor
+    if not cursor.missing or not view.query.where_text or cursor.found(view.spec, view.rows):
+        return cursor
+    if not exists(table, view.spec, target):
+        return cursor
+    words = key_words(view.spec, target)
+    note = (
+        f"{words} is hidden by the filter (/ and an empty filter shows every row); showing the matching rows after it"
+    )
+    return replace(cursor, missing=note)
+
+
 def key_first(spec: spi.TableSpec) -> tuple[str, ...]:
     """The columns of ``spec`` as the dashboard shows them: key columns first."""
     return (*spec.primary_key, *(c for c in spec.columns if not spec.is_key(c)))
@@ -294,6 +311,7 @@ __all__ = [
     "delete_row",
     "exists",
     "filter_example",
+    "hidden_cursor",
     "insert_row",
     "jump_position",
     "key_first",

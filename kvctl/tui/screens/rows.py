@@ -33,8 +33,8 @@ from kvctl.tui.browser import (
     Query,
     count_change,
     delete_row,
-    exists,
     filter_example,
+    hidden_cursor,
     jump_position,
     key_of,
     key_words,
@@ -186,28 +186,13 @@ class RowsScreen(LiveScreen):
             if previous:
                 position = previous_position(table, spec, query, position, size)
             view = read_page(table, spec, query, position, size)
-            cursor = self._hidden(table, view, cursor)
+            cursor = hidden_cursor(table, view, cursor)  # in the worker: it may read
         except Exception as exc:
             if not worker.is_cancelled:
                 self.app.call_from_thread(self._failed, exc)
             return
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show, view, cursor)
-
-    @staticmethod
-    def _hidden(table: spi.Table, view: PageView, cursor: Cursor) -> Cursor:
-        """Go to key under a filter: a key that exists but does not match the filter is
-        said to be hidden by it (not missing). Runs in the page's worker."""
-        target = cursor.target()
-        if target is None or view.position.anchor != target:  # not a jump (a save, a refresh)
-            return cursor
-        if not cursor.missing or not view.query.where_text or cursor.found(view.spec, view.rows):
-            return cursor
-        if not exists(table, view.spec, target):
-            return cursor
-        words = key_words(view.spec, target)
-        note = f"{words} is hidden by the filter (/ and an empty filter shows every row); showing the matching rows after it"
-        return replace(cursor, missing=note)
 
     def _failed(self, exc: Exception) -> None:
         if not self.is_attached:
