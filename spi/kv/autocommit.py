@@ -26,7 +26,7 @@ from spi.keys import KeyLike, Range, key_of, normalize_key
 from spi.kv import counters
 from spi.kv.buffer import WriteBuffer
 from spi.kv.feed import FeedSettings
-from spi.kv.layout import Layout, LayoutCache, pack, unpack
+from spi.kv.layout import Layout, LayoutCache
 from spi.kv.store import STALE, OrderedStore, Stale, StoreSession
 from spi.kv.table import KvTable, StoredPage
 from spi.kv.transaction import commit, stored_layout
@@ -57,10 +57,8 @@ def _put(session: StoreSession, layout: Layout, key: bytes, values: dict[str, An
     version = 1 if old is None else old.version + 1
     writes = {key: layout.encode_row(values, version, None)}
     if old is None and (counted := session.get(layout.count_key)) is not None:  # older tables have no counter
-        if session.blind_counters():  # see spi.kv.counters
-            writes[counters.delta_key(layout.count_key)] = pack(1)
-        else:
-            writes[layout.count_key] = pack(unpack(counted) + 1)
+        count_key, count = counters.adding(layout.count_key, counted, 1, session.blind_counters())
+        writes[count_key] = count
     keys = sorted(writes)
     session.commit([], keys, [writes[k] for k in keys])
     return version

@@ -49,16 +49,23 @@ def stored(view: WriteBuffer, count_key: bytes) -> int | None:
     return total
 
 
+def adding(count_key: bytes, raw: bytes, delta: int, blind: bool) -> tuple[bytes, bytes]:
+    """The one write that adds ``delta`` rows to the count stored as ``raw`` under
+    ``count_key``: a delta entry of its own when ``blind``, else the count rewritten."""
+    if blind:
+        return delta_key(count_key), pack(delta)
+    return count_key, pack(int(unpack(raw)) + delta)
+
+
 def add(buffer: WriteBuffer, count_key: bytes, delta: int) -> None:
     """Add ``delta`` rows to the count under ``count_key`` at commit (a table made
     before row counters has none: nothing then)."""
     raw = buffer.get(count_key)
     if raw is None:
         return
-    if not buffer.blind_counters():
-        buffer.put(count_key, pack(int(unpack(raw)) + delta))
-    elif random.randrange(FOLD_EVERY):
-        buffer.put(delta_key(count_key), pack(delta))
+    blind = buffer.blind_counters()
+    if not blind or random.randrange(FOLD_EVERY):
+        buffer.put(*adding(count_key, raw, delta, blind))
     else:  # fold the deltas into one: the count entry itself, which every adder reads, stays as it is
         keys, total = _deltas(buffer, count_key)
         for key in keys:
@@ -66,4 +73,4 @@ def add(buffer: WriteBuffer, count_key: bytes, delta: int) -> None:
         buffer.put(delta_key(count_key), pack(total + delta))
 
 
-__all__ = ["DELTA", "FOLD_EVERY", "add", "delta_key", "stored"]
+__all__ = ["DELTA", "FOLD_EVERY", "add", "adding", "delta_key", "stored"]
