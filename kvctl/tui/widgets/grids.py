@@ -38,7 +38,18 @@ def header(name: str, is_key: bool) -> Text:
     return Text(f"{KEY_MARK} {name}", style="bold") if is_key else Text(name)
 
 
-class TablesGrid(DataTable[Any]):
+class KeyedGrid(DataTable[Any]):
+    """A grid whose keys the footer shows, also after a load: Textual leaves a loading
+    widget's keys out of the footer but does not bring them back when the loading ends
+    (the table list's footer lacked "⏎ Open" after a slow first read)."""
+
+    def watch_loading(self, loading: bool) -> None:
+        """Show the keys that apply now (a loading grid takes none)."""
+        if self.is_attached:
+            self.screen.refresh_bindings()
+
+
+class TablesGrid(KeyedGrid):
     """The table list: one row per table."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -49,7 +60,7 @@ class TablesGrid(DataTable[Any]):
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
 
 
-class RowsGrid(DataTable[Any]):
+class RowsGrid(KeyedGrid):
     """One page of a table's rows. Moving past the first or last row, and page
     up/down, ask the rows screen for the neighbouring page (:class:`PageRequested`)."""
 
