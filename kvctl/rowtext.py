@@ -37,9 +37,10 @@ _CONVERTED = (FieldType.TIMESTAMP, FieldType.FLOAT, FieldType.DOUBLE)
 def _as_dict(row: Mapping[str, Any]) -> Mapping[str, Any]:
     """The row's values as a mapping msgspec encodes and the generated lines index
     (shared, not copied: only read)."""
-    if type(row) is Row:
-        row = row.mapping
-    return row if type(row) is dict else dict(row)
+    if type(row) is dict:
+        return row
+    values = getattr(row, "mapping", row)  # a Row of any type: its values (isinstance costs more)
+    return values if type(values) is dict else dict(values)
 
 
 def with_versions(rows: Iterable[Row]) -> Iterator[dict[str, Any]]:
@@ -135,7 +136,7 @@ def _csv_builders(
         "    return text + '\\n'\n"
         "def lines(rows):\n"
         "    try:\n"
-        f'        text = "\\n".join([f"{text}" for r in rows for values in (r.mapping if type(r) is Row else as_dict(r),)])\n'
+        f'        text = "\\n".join([f"{text}" for r in rows for values in (as_dict(r),)])\n'
         "    except KeyError:\n"
         "        return ''.join(map(line, rows))\n"
         "    n = len(rows)\n"

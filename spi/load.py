@@ -19,7 +19,6 @@ from spi.codec import encode_key, to_micros
 from spi.errors import InvalidFieldError, KvError, RowExistsError
 from spi.keys import key_of
 from spi.primitives import Kept
-from spi.row import Row
 from spi.spec import TableSpec
 from spi.textvalues import key_words
 from spi.types import INT64_MAX
@@ -124,12 +123,13 @@ class _VersionReader:
             if type(version) is not int or not 1 <= version <= INT64_MAX:
                 raise _BadVersion(len(self.versions), version)
             self.versions.append(version)
-            if type(row) is Row:
+            if getattr(row, "mapping", None) is not None:  # a Row of any type (isinstance costs more)
                 self.expires.append(row.expires)
+                values = row.to_dict()
             else:
                 expires_at = getattr(row, "expires_at", None)
                 self.expires.append(None if expires_at is None else to_micros(expires_at))
-            values = row.to_dict() if type(row) is Row else dict(row) if isinstance(row, Mapping) else row
+                values = dict(row) if isinstance(row, Mapping) else row
             self.rows.append(values)
             yield values
 

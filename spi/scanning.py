@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from spi.errors import InvalidFieldError
@@ -62,7 +63,10 @@ def _key_sort(spec: TableSpec) -> Callable[[Row], tuple[Any, ...]]:
 
 def transpose(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> ColumnBatch:
     """Rows as a :data:`ColumnBatch` of ``columns``."""
-    return {c: [row[c] for row in rows] for c in columns}
+    # Each row's values as one mapping read column by column in C (a Row's
+    # ``mapping``: a row's own ``row[c]`` is a Python call per value).
+    values = [getattr(row, "mapping", row) for row in rows]
+    return {c: list(map(itemgetter(c), values)) for c in columns}
 
 
 def project(row: Row, columns: tuple[str, ...]) -> Row:

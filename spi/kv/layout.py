@@ -43,6 +43,7 @@ from spi.codegen import column_closure, dict_display
 from spi.filters import Expr
 from spi.keys import ResolvedRange
 from spi.kv.bulk import KvLoadPreparer
+from spi.kv.rowtypes import StoredRow, row_type
 from spi.kv.store import ended_error
 from spi.predicate import PredicateBuilder
 from spi.primitives import Stored
@@ -99,8 +100,9 @@ class Layout:
             build if not self.timestamps else lambda raw: self._from_micros(build(raw))
         )
         """The column values of an unpacked stored row (columns added later read as null)."""
-        stamps = frozenset(i for i, c in enumerate(columns) if c in self.timestamps)
-        self._plain: Readers = _row_reader(len(columns), stamps)(*columns)
+        self.row_type = row_type(tuple(columns), frozenset(self.timestamps))
+        """The struct type the readers decode this layout's rows into (:mod:`spi.kv.rowtypes`)."""
+        self._plain: Readers = _row_reader(self.row_type)
         self.read_list = self._plain[1]
         """``readers(None)[1]``: the rows of stored values that have not expired, as a list."""
         self._readers: dict[Expr, Readers] = {}
@@ -246,15 +248,12 @@ Readers = tuple[
 
 
 @functools.lru_cache(maxsize=64)
-def _row_reader(n: int, timestamps: frozenset[int]) -> Callable[..., Readers]:
-    """``make(*columns)`` returning :meth:`Layout.readers` (no filter) for ``n``
-    columns, those at the positions ``timestamps`` stored as microseconds.
+def _row_reader(row: type[StoredRow]) -> Readers:
+    """:meth:`Layout.readers` (no filter) for rows of the struct type ``row``.
 
-    Generated like :func:`_dict_builder`: one decode a chunk, then the dict display
-    and the row in one generator step (one loop step in the list form), which runs
-    a long scan about a third faster than a call per row for each.
-    """
-    return _generated_reader(n, timestamps, None, {})
+    Generated: one decode a chunk straight into the rows, then one generator step
+    (one loop step in the list form) a row, checking its expiry."""
+    return _generated_reader(row, None, {})
 
 
 def _filtered_reader(layout: Layout, where: Expr) -> Readers:
@@ -274,46 +273,32 @@ def _filtered_reader(layout: Layout, where: Expr) -> Readers:
         lambda column, value: to_micros(value) if column in layout.timestamps and value is not None else value,
     )
     keep = builder.source(where)
-    stamps = frozenset(i for i, c in enumerate(columns) if c in layout.timestamps)
     probe = max(used, default=-1) + 1
-    readers: Readers = _generated_reader(len(columns), stamps, keep, builder.namespace, probe)(*columns)
-    return readers
+    return _generated_reader(layout.row_type, keep, builder.namespace, probe)
 
 
 def _generated_reader(
-    n: int, timestamps: frozenset[int], keep: str | None, names: dict[str, Any], probe: int | None = None
-) -> Any:
-    """The ``make(*columns)`` of :func:`_row_reader`, skipping rows for which the
-    expression ``keep`` (over the stored row ``r`` of :func:`_stored_decoder`;
-    ``names`` holds what it refers to) is not true.
+    row: type[StoredRow], keep: str | None, names: dict[str, Any], probe: int | None = None
+) -> Readers:
+    """:meth:`Layout.readers` for rows of the struct type ``row``
+    (:func:`spi.kv.rowtypes.row_type`), skipping rows for which the expression ``keep``
+    (over the stored row ``r``; ``names`` holds what it refers to) is not true.
 
-    With ``probe`` (fewer than ``n``: the columns ``keep`` reads all come before it)
-    a chunk decodes only its rows' first ``probe`` columns (msgpack skips the rest
+    With ``probe`` (fewer than the columns: the columns ``keep`` reads all come before
+    it) a chunk decodes only its rows' first ``probe`` columns (msgpack skips the rest
     without making their values), and a row ``keep`` is true for decodes whole."""
+    n = len(row.columns)
     probing = probe is not None and probe < n
-
-    def value(i: int) -> str:
-        return f"(None if r.c{i} is None else from_micros(r.c{i}))" if i in timestamps else f"r.c{i}"
-
     test = f"if {keep} is not True:\n    continue\n" if keep is not None else ""
     whole = "r = decode_one(data)\n" if probing else ""
-    values = dict_display(n, value)
 
     def row_of(lazy: bool) -> str:
         # ``lazy``: now is read at the first row that expires (a point read of a row
         # without expiry reads no clock); else once before the loop (a scan).
         first = "    if now is None:\n        now = clock() // 1000\n" if lazy else ""
-        return (
-            f"v = r.head\n"
-            f"if v.__class__ is int:\n{indent(test + whole, '    ')}"
-            f"    row = Row({values}, v)\n"
-            f"else:\n{first}"
-            f"    if v[1] <= now:\n"
-            f"        continue\n{indent(test + whole, '    ')}"
-            f"    row = Row({values}, v[0], v[1])\n"
-        )
+        return f"v = r.head\nif v.__class__ is not int:\n{first}    if v[1] <= now:\n        continue\n{test}{whole}"
 
-    row, row_lazy = row_of(False), row_of(True)
+    row_source, row_lazy = row_of(False), row_of(True)
     # A chunk's stored values decode in one call, behind a msgpack array header.
     decoded = "decode(array_head(len(chunk)) + join(chunk))"
     loop = f"for data, r in zip(chunk, {decoded}):" if probing else f"for r in {decoded}:"
@@ -330,8 +315,8 @@ def _generated_reader(
         f"        {loop}\n"
         f"            if view.ended:\n"
         f"                raise ended_error()\n"
-        f"{indent(row, ' ' * 12)}"
-        f"            yield row\n"
+        f"{indent(row_source, ' ' * 12)}"
+        f"            yield r\n"
         f"            n += 1\n"
         f"            if n == limit:\n"
         f"                return\n"
@@ -343,7 +328,7 @@ def _generated_reader(
         f"    for chunk in chunks:\n"
         f"        {loop}\n"
         f"{indent(row_lazy, ' ' * 12)}"
-        f"            append(row)\n"
+        f"            append(r)\n"
         f"            n += 1\n"
         f"            if n == limit:\n"
         f"                return rows\n"
@@ -352,32 +337,31 @@ def _generated_reader(
         f"    now = clock() // 1000\n"
         f"    for chunk in chunks:\n"
         f"        {loop}\n"
-        f"{indent(row, ' ' * 12)}"
-        f"            yield row\n"
+        f"{indent(row_source, ' ' * 12)}"
+        f"            yield r\n"
     )
     namespace: dict[str, Any] = {
         **names,
-        "decode": _stored_decoder(probe if probing and probe is not None else n, True),
-        "decode_one": _stored_decoder(n, False),
+        "decode": _stored_decoder(probe)
+        if probing and probe is not None
+        else msgspec.msgpack.Decoder(list[row]).decode,  # type: ignore[valid-type]
+        "decode_one": msgspec.msgpack.Decoder(row).decode,
         "array_head": functools.partial(_ARRAY32.pack, 0xDD),  # msgpack array32: 0xdd, count
         "join": b"".join,
-        "Row": Row,
-        "from_micros": from_micros,
         "ended_error": ended_error,
     }
-    return column_closure(n, body, namespace, "read_rows, read_list, read_all")
+    exec(body, namespace)
+    return namespace["read_rows"], namespace["read_list"], namespace["read_all"]
 
 
 @functools.lru_cache(maxsize=64)
-def _stored_decoder(n: int, many: bool) -> Callable[[bytes], Any]:
-    """Decoding of a stored row of ``n`` columns (with ``many``: of a msgpack array of
-    them, into a list) into a struct: ``head`` (the version,
-    or ``[version, expires]``) and ``c0``... (null for columns added after the row was
-    written; values beyond ``n`` ignored). A struct outside the garbage collector and
-    without a list of its own: about 10 % faster to decode and to read than a list."""
+def _stored_decoder(n: int) -> Callable[[bytes], Any]:
+    """Decoding of a msgpack array of stored rows into a list of structs of their
+    first ``n`` columns only: ``head`` (the version, or ``[version, expires]``) and
+    ``c0``... (null for columns added after the row was written; the rest skipped)."""
     fields: list[Any] = [("head", Any), *((f"c{i}", Any, None) for i in range(n))]
-    row_type = msgspec.defstruct("StoredRow", fields, array_like=True, gc=False)
-    return msgspec.msgpack.Decoder(list[row_type] if many else row_type).decode  # type: ignore[valid-type]
+    probed = msgspec.defstruct("ProbedRow", fields, array_like=True, gc=False)
+    return msgspec.msgpack.Decoder(list[probed]).decode  # type: ignore[valid-type]
 
 
 @functools.lru_cache(maxsize=64)
