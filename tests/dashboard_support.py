@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import unicodedata
 import uuid
@@ -97,6 +98,28 @@ async def wait_for(pilot: Any, what: str, condition: Callable[[], object], timeo
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         await pilot.pause(0.02)
+
+
+@contextlib.contextmanager
+def store_held(provider: Any) -> Iterator[None]:
+    """A memory store kept busy for the block: a transaction held open in a thread (the
+    memory store serves one transaction at a time), so every read waits until the block
+    ends: a slow read, with no timing to guess."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with provider.transaction():
+            holding.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert holding.wait(5), "the store was not held"
+        yield
+    finally:
+        release.set()
+        thread.join()
 
 
 def screen_text(app: DashboardApp) -> str:

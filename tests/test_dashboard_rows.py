@@ -7,7 +7,6 @@ import contextlib
 import csv
 import io
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from dashboard_support import (
     screen_text,
     settle,
     status_line,
+    store_held,
     wait_for,
 )
 from textual.widgets import Button, Checkbox, DataTable, Input
@@ -375,39 +375,21 @@ async def test_loading_indicator_while_the_store_is_busy() -> None:
     p = open_provider("memory", Path("."))
     async with dashboard(p) as (app, pilot):
         before = rows_shown(app)
-        holding = threading.Event()
-        release = threading.Event()
-
-        def hold() -> None:
-            with p.transaction():  # the memory store serves one transaction at a time
-                holding.set()
-                release.wait(10)
-
-        thread = threading.Thread(target=hold)
-        thread.start()
-        holding.wait(5)
-        await pilot.press("r")
-        await pilot.pause(0.5)
         grid = app.screen.query_one("#rows", DataTable)
-        assert grid.loading  # the grid is covered by Textual's loading indicator
-        await pilot.press("slash")  # the screen still answers
-        assert isinstance(app.focused, Input)
-        await pilot.press("escape")
-        release.set()
-        thread.join()
+        with store_held(p):
+            await pilot.press("r")
+            await pilot.pause(0.5)
+            assert grid.loading  # the grid is covered by Textual's loading indicator
+            await pilot.press("slash")  # the screen still answers
+            assert isinstance(app.focused, Input)
+            await pilot.press("escape")
         await settle(app, pilot)
         assert not grid.loading and rows_shown(app) == before
         assert app.focused is grid  # escape meant the rows: they take the focus once loaded
-        thread = threading.Thread(target=hold)  # a reload with the focus on the rows keeps it there
-        holding.clear()
-        release.clear()
-        thread.start()
-        holding.wait(5)
-        await pilot.press("r")
-        await pilot.pause(0.5)
-        assert grid.loading
-        release.set()
-        thread.join()
+        with store_held(p):  # a reload with the focus on the rows keeps it there
+            await pilot.press("r")
+            await pilot.pause(0.5)
+            assert grid.loading
         await settle(app, pilot)
         assert not grid.loading and app.focused is grid
     p.close()
