@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import spi
+from providers.etcd import feedlog
 from providers.etcd.client import EtcdClient
 from providers.etcd.url import parse_url
 from spi.codec import prefix_successor
@@ -102,6 +103,56 @@ def test_reads_outlive_etcds_own_compaction(etcd_factory: Callable[..., Any]) ->
     assert brief(p.watch("t", since=0, timeout=0.3)) == expected
     t.upsert({"k": 9, "v": "after"})  # and new events come from the history again
     assert brief(p.changes("t", since=expected[-1][0])) == [(p.revision(), "put", 9)]
+
+
+def test_kept_pages_stream_in_revision_order_when_commits_overlap(
+    etcd_factory: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After etcd's compaction the kept pages are listed by key (by the revision each
+    committer saw first), a few keys a request, and streamed out in revision order: a
+    transaction that began first but committed last comes last."""
+    monkeypatch.setattr(feedlog, "_KEYS", 2)  # several listing requests, pages held across them
+    p = etcd_factory()
+    p.admin.create(FED)
+    t = p.table("t")
+    t.load([{"k": 1, "v": "a"}, {"k": 2, "v": "b"}])
+    first_open, second_done = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            with p.transaction() as tx:
+                tx.table("t").update((1,), {"v": "first"})
+                first_open.set()
+                assert second_done.wait(10)
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert first_open.wait(10)
+    t.upsert({"k": 3, "v": "between"})
+    with p.transaction() as tx:  # began after the first, commits before it
+        tx.table("t").update((2,), {"v": "second"})
+    second_done.set()
+    thread.join(20)
+    assert errors == []
+    for k in range(4, 8):
+        t.upsert({"k": k, "v": "x"})
+    expected = brief(p.changes("t"))
+    assert [k for _, _, k in expected[-6:-4]] == [2, 1]  # committed second, first
+    assert [r for r, _, _ in expected] == sorted(r for r, _, _ in expected)
+    client, prefix = raw_client(p)
+    try:
+        _, found, _ = client.range(prefix + EVENTS, prefix + prefix_successor(EVENTS), keys_only=True)
+        by_key = [mod for _, _, mod in found]
+        assert by_key != sorted(by_key)  # listed by key, the first transaction's page comes before the second's
+        header, _, _ = client.range(b"\x00")
+        client.call("/v3/kv/compaction", {"revision": header}, write=True)
+    finally:
+        client.close()
+    assert brief(p.changes("t")) == expected
+    assert brief(p.changes("t", since=expected[3][0])) == expected[4:]
 
 
 def test_compact_forgets_the_pages_and_compacts_etcds_history(etcd_factory: Callable[..., Any]) -> None:

@@ -38,6 +38,7 @@ rewrite, so that any two of them conflicted):
 from __future__ import annotations
 
 import contextlib
+import heapq
 import json
 import os
 import struct
@@ -65,6 +66,8 @@ _TRIM_LOOK = 64
 """Page keys a retention trim looks at."""
 _FETCH = 64
 """Pages fetched per request when the feed is read from its kept pages."""
+_KEYS = 1024
+"""Page keys listed per request when the feed is read from its kept pages."""
 
 
 class FeedSession(Protocol):
@@ -247,23 +250,34 @@ class EtcdFeedLog(FeedLog):
 
     def _kept(self, start: int, end: int) -> Iterator[tuple[int, bytes, bytes]]:
         """The kept pages of revisions ``start..end`` (when etcd's history no longer
-        has them): their keys in one filtered range, then their bytes a few at a time."""
+        has them), in revision order, streamed: their keys in a filtered range, in key
+        order, which is the order of their ``low``. A page's revision is above its
+        ``low``, so once a key with ``low`` L is seen, every page still to come has a
+        revision above L: the pages held back with a revision <= L go out in order,
+        their bytes a few at a time. Only pages of commits that overlapped wait."""
         session = self._session
-        keys: list[tuple[int, bytes]] = []
+        waiting: list[tuple[int, bytes]] = []  # a heap of (revision, key)
         lo = EVENTS
         while True:
-            found, more = session.raw_range(lo, _EVENTS_END, limit=1024, keys_only=True, min_mod=start, max_mod=end)
-            keys.extend((mod, key) for key, _, mod in found)
-            if not more or not found:
-                break
+            found, more = session.raw_range(lo, _EVENTS_END, limit=_KEYS, keys_only=True, min_mod=start, max_mod=end)
+            ready: list[tuple[int, bytes]] = []
+            for key, _, mod in found:
+                low = _LOW.unpack_from(key, len(EVENTS))[0]
+                while waiting and waiting[0][0] <= low:
+                    ready.append(heapq.heappop(waiting))
+                heapq.heappush(waiting, (mod, key))
+            last = not more or not found
+            if last:
+                ready.extend(heapq.heappop(waiting) for _ in range(len(waiting)))
+            for at in range(0, len(ready), _FETCH):
+                chunk = ready[at : at + _FETCH]
+                values = session.raw_get_many([key for _, key in chunk])
+                for (mod, key), value in zip(chunk, values):
+                    if value is not None:  # forgotten meanwhile: the reader's compaction check says so
+                        yield mod, key, value
+            if last:
+                return
             lo = found[-1][0] + b"\x00"
-        keys.sort()
-        for at in range(0, len(keys), _FETCH):
-            chunk = keys[at : at + _FETCH]
-            values = session.raw_get_many([key for _, key in chunk])
-            for (mod, key), value in zip(chunk, values):
-                if value is not None:  # forgotten meanwhile: the reader's compaction check says so
-                    yield mod, key, value
 
 
 class _Compacted(Exception):
