@@ -269,6 +269,22 @@ async def test_a_filter_gives_the_focus_back_to_the_rows_even_when_the_read_is_s
 
 
 @run_async
+async def test_a_late_busy_indicator_call_leaves_the_shown_page_alone(provider: Any) -> None:
+    """Textual's timer queues its call, so stopping it does not take back a call already
+    queued: when a page came just as the loading indicator's delay ran out, the
+    indicator went up over the page shown and stayed, and the grid, loading, took no
+    focus, so the next filter's keys stayed in the filter (how
+    test_filter_applies_where_syntax_and_counts_the_matches failed under load)."""
+    async with dashboard(provider) as (app, pilot):
+        screen = app.screen
+        assert isinstance(screen, RowsScreen)
+        screen._show_busy()  # the call the stopped timer had queued, run after the page
+        await pilot.pause()
+        grid = screen.query_one("#rows", DataTable)
+        assert not grid.loading and app.focused is grid
+
+
+@run_async
 async def test_version_conflict_offers_to_reload_and_keeps_the_edits(provider: Any) -> None:
     t = provider.table("orders")
     async with dashboard(provider, size=(140, 50)) as (app, pilot):

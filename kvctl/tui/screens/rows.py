@@ -163,7 +163,12 @@ class RowsScreen(LiveScreen):
         self._read(position, cursor, self.rows_query, self._page_size, reload_spec, previous)
 
     def _show_busy(self) -> None:
-        self._refocus = self.focused is self.grid
+        if self._busy_timer is None:
+            # The page came first: Textual's timer queues its call, so stopping the timer
+            # does not take back a call already queued (the indicator stayed up over the
+            # page shown, and the grid, loading, took no focus).
+            return
+        self._refocus = self._refocus or self.focused is self.grid
         self.grid.loading = True
 
     def _not_busy(self) -> None:
@@ -374,6 +379,7 @@ class RowsScreen(LiveScreen):
         self.filter_bar.clear_error()
         self.history.add(self.table_name, text)
         self.rows_query = query
+        self._refocus = self.grid.loading  # a page still on its way: the rows take the focus once shown
         self.set_focus(self.grid)  # now: a deferred focus found the grid loading (unfocusable) when the read was slow
         self._load(Position(), Cursor())
 
