@@ -31,10 +31,15 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
+# Two pytest workers (pytest-xdist), a test file's tests in one worker (module fixtures
+# such as the Spark cluster start once): most tests wait on processes and servers, so
+# two workers on two cores take about 60% of one worker's time. PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 2
+
 pytest: $(DEV_STAMP)
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-etcd.sh
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/memory.py
