@@ -24,8 +24,8 @@ measures them.
 
 Every figure is the best of three runs on each side (loads and range writes into fresh
 tables; a side whose fresh-table runs are short runs up to ten times, see
-:func:`best_fresh`); the RocksDB sides take turns (:func:`paired_best`). In the cost row both columns are kvctl: the change-fed load and
-the plain one. Exit status: 0 every target met, 3 a target missed (``TARGET_MISSED``,
+:func:`best_fresh`); the RocksDB sides take turns (:func:`paired_best`). In the cost
+row both columns are kvctl: the change-fed load and the plain one. Exit status: 0 every target met, 3 a target missed (``TARGET_MISSED``,
 bench/common.py), 2 an error, 1 a crash.
 """
 
