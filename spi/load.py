@@ -11,7 +11,9 @@ already validated by the caller (:class:`ValidatedRows`) are not validated again
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from itertools import islice, repeat
 from typing import Any
 
@@ -92,6 +94,14 @@ BatchWriter = Callable[[Any, str, Kept | None], None]
 """Writes one prepared batch: ``(batch, mode, kept)``, ``kept`` None unless the load
 keeps versions."""
 
+AheadWriter = Callable[[Any, str, Callable[[], None]], bool]
+"""Writes one prepared batch ``(batch, mode, turn)`` while the batch before it is
+being written, in a transaction of its own: only if every row goes in as a new row
+(no key of the batch is taken, expired or not), and then it calls ``turn()`` before
+committing (``turn`` returns once the batch before has committed, and raises if that
+one failed: then it rolls back). False: nothing written, as the batch could not go in
+as new rows (it is then written after the one before, by the :data:`BatchWriter`)."""
+
 
 class _BadVersion(Exception):
     """A row without a usable version in a load that keeps versions (not a
@@ -143,6 +153,7 @@ def run_load(
     batch_size: int,
     progress: Callable[[int], None] | None,
     keep_versions: bool = False,
+    write_ahead: AheadWriter | None = None,
 ) -> int:
     """Validate and write ``rows`` in batches through ``write_batch``.
 
@@ -151,46 +162,173 @@ def run_load(
     a batch, an invalid value is reported before a key repeated in an insert. With
     ``keep_versions`` every row needs a ``version`` (a positive 64-bit integer, as
     :class:`Row` has); a row without one is an :class:`InvalidFieldError`, reported
-    after any bad value in an earlier row of its batch.
+    after any bad value in an earlier row of its batch. With ``write_ahead`` (a load
+    that does not keep versions) batches go two at a time (:func:`_pipelined`).
     """
     if mode not in LOAD_MODES:
         raise InvalidFieldError(f"load mode must be one of {', '.join(LOAD_MODES)}, got {mode!r}")
     check_batch_size(batch_size)
     reader = _VersionReader(iter(rows)) if keep_versions else None
     spec = preparer.spec
-    validated: Iterator[tuple[Any, ...]] | None = None
+    take: Callable[[], list[Any]]
     if reader is None and isinstance(rows, ValidatedRows) and rows.spec == spec and rows.spec.columns == spec.columns:
-        validated = iter(rows.rows)
-    source = iter(rows) if reader is None else iter(reader)
-    held = isinstance(rows, (list, tuple))
+        take = partial(preparer.take_validated, iter(rows.rows), batch_size)
+    else:
+        source = iter(rows) if reader is None else iter(reader)
+        held = isinstance(rows, (list, tuple))
+        take = partial(_take, preparer, source, batch_size, held, reader)
+    batches = _prepared(preparer, take, mode, batch_size, reader)
+    if write_ahead is not None and reader is None:
+        return _pipelined(write_batch, write_ahead, preparer, batches, mode, progress)
     written = 0
     taken: list[Any] = []
-    while True:
-        try:
-            if reader is not None:
-                reader.next_batch()
-            if validated is not None:
-                taken = preparer.take_validated(validated, batch_size)
-            else:
-                taken = _take(preparer, source, batch_size, held, reader)
-            if not taken:
-                return written
-            batch = preparer.prepare(taken)
-            if mode == "insert":
-                _check_distinct(preparer, taken)
+    try:
+        for taken, batch in batches:
             write_batch(batch, mode, None if reader is None else Kept(reader.versions, reader.expires))
+            written += len(taken)
+            if progress is not None:
+                progress(written)
+    except KvError as exc:
+        _failed(exc, preparer, taken, written)
+        raise
+    return written
+
+
+def _failed(exc: KvError, preparer: LoadPreparer, taken: list[Any], written: int) -> None:
+    """Set on ``exc``, about the batch ``taken`` after ``written`` rows: its
+    ``row_index`` in the whole input (a write's error found by key), ``rows_written``,
+    and the row in its message."""
+    if exc.row_index is None:  # a write's error about the batch being written
+        exc.row_index = _batch_position(preparer, taken, exc)
+    exc.row_index += written
+    exc.rows_written = written
+    exc.args = (f"row {exc.row_index}: {exc}",)
+
+
+def _pipelined(
+    write_batch: BatchWriter,
+    write_ahead: AheadWriter,
+    preparer: LoadPreparer,
+    batches: Iterator[tuple[list[Any], Any]],
+    mode: str,
+    progress: Callable[[int], None] | None,
+) -> int:
+    """Two batches at a time, each in a thread of its own: a batch whose keys are not
+    those of the batch before goes in as new rows (``write_ahead``) while that one is
+    written, committing right after it; else (or when its rows are not all new) it is
+    written after it (``write_batch``). Batches commit in input order, and errors come
+    as one batch at a time raises them: a batch's (preparation included) once every
+    batch before it is written, and nothing of the batches after it is written."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    written = 0
+    window: deque[tuple[list[Any], Future[None]]] = deque()
+    before: tuple[set[Any], _Turn] | None = None  # the keys of the batch before, and its turn
+
+    def finish_oldest() -> None:
+        nonlocal written
+        taken, future = window.popleft()
+        try:
+            future.result()
         except KvError as exc:
-            if exc.row_index is None:
-                exc.row_index = _batch_position(preparer, taken, exc)
-            exc.row_index += written
-            exc.rows_written = written
-            exc.args = (f"row {exc.row_index}: {exc}",)
+            _failed(exc, preparer, taken, written)
             raise
         written += len(taken)
         if progress is not None:
             progress(written)
+
+    with ThreadPoolExecutor(2, thread_name_prefix="kvctl-load") as pool:
+        try:
+            for taken, batch in batches:
+                if len(window) == 2:
+                    finish_oldest()
+                turn, keys = _Turn(), set(map(preparer.key_of, taken))
+                ahead = before is not None and before[0].isdisjoint(keys)  # else one would wait for the other's keys
+                previous = None if before is None else before[1]
+                task = pool.submit(
+                    _write_in_turn, write_batch, write_ahead if ahead else None, batch, mode, previous, turn
+                )
+                window.append((taken, task))
+                before = (keys, turn)
+            while window:
+                finish_oldest()
+        except KvError as exc:
+            if exc.rows_written is None:  # a batch's preparation: after the batches before it
+                while window:
+                    finish_oldest()
+                _failed(exc, preparer, [], written)
+            raise
+    return written
+
+
+def _write_in_turn(
+    write_batch: BatchWriter,
+    write_ahead: AheadWriter | None,
+    batch: Any,
+    mode: str,
+    previous: _Turn | None,
+    turn: _Turn,
+) -> None:
+    """Write ``batch`` (ahead of ``previous``, when ``write_ahead`` is given), committing
+    after ``previous`` does; nothing when ``previous`` fails."""
+    try:
+        if write_ahead is None or previous is None or not write_ahead(batch, mode, previous.wait):
+            if previous is not None:
+                previous.wait()
+            write_batch(batch, mode, None)
+        turn.committed = True
+    finally:
+        turn.done.set()
+
+
+class _Turn:
+    """When the batch written ahead may commit: once the batch before it is done, if
+    that one committed."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.done = threading.Event()
+        self.committed = False
+
+    def wait(self) -> None:
+        """Return once the batch before has committed; raise if it failed."""
+        self.done.wait()
+        if not self.committed:
+            raise _Abandoned
+
+
+class _Abandoned(Exception):
+    """The batch written ahead rolls back: the batch before it failed."""
+
+
+def _prepared(
+    preparer: LoadPreparer,
+    take: Callable[[], list[Any]],
+    mode: str,
+    batch_size: int,
+    reader: _VersionReader | None,
+) -> Iterator[tuple[list[Any], Any]]:
+    """Each batch's rows and what the writer takes for them, until the input ends; an
+    error about a row of a batch carries its ``row_index`` in the batch."""
+    while True:
+        taken: list[Any] = []
+        try:
+            if reader is not None:
+                reader.next_batch()
+            taken = take()
+            if not taken:
+                return
+            batch = preparer.prepare(taken)
+            if mode == "insert":
+                _check_distinct(preparer, taken)
+        except KvError as exc:
+            if exc.row_index is None:
+                exc.row_index = _batch_position(preparer, taken, exc)
+            raise
+        yield taken, batch
         if len(taken) < batch_size:
-            return written
+            return
 
 
 def _take(

@@ -21,7 +21,7 @@ from spi.changes import Change, Progress, no_change_feeds
 from spi.errors import ConflictError, InvalidFieldError, TableNotFoundError
 from spi.filters import Expr
 from spi.keys import KeyLike, Range
-from spi.load import run_load
+from spi.load import AheadWriter, run_load
 from spi.primitives import ColumnBatch
 from spi.protocols import Admin, Provider
 from spi.row import Page, Row
@@ -322,7 +322,13 @@ class AutoCommitTable:
             batch_size=batch_size,
             progress=progress,
             keep_versions=keep_versions,
+            write_ahead=None if keep_versions else self._load_ahead(preparer.spec, expires),
         )
+
+    def _load_ahead(self, spec: TableSpec, expires: int | None) -> AheadWriter | None:
+        """How a load writes a batch while the one before it is written
+        (:data:`spi.load.AheadWriter`), or None (here): one batch at a time."""
+        return None
 
     def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:
         """See :meth:`TableBase.read`."""

@@ -21,6 +21,10 @@ Names (each a count since the provider was opened; RocksDB's ``lock_waits`` and
 ``sweeps``, ``swept_rows``, ``sweep_errors``
     rounds of the background sweep, the expired rows they removed, and the rounds
     that failed (the next round tries again; the error is logged).
+``batches_ahead``
+    PostgreSQL: batches of an auto-commit ``load`` written as new rows alongside the
+    batch before them, on a second connection (counted per batch of thousands of
+    rows: a load whose batches stop going two at a time shows here).
 ``watch_reconnects``
     etcd: watch streams (what wakes the watches) opened again on another member
     after the one serving them failed.
@@ -39,6 +43,7 @@ NAMES = (
     "sweeps",
     "swept_rows",
     "sweep_errors",
+    "batches_ahead",
     "watch_reconnects",
 )
 """Every counter ``p.stats()`` reports (0 until it happens)."""

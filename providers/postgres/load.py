@@ -110,6 +110,53 @@ def load_batch(
         written(keys, returned, as_given)
 
 
+def load_new(
+    table: LoadTarget,
+    batch: LoadBatch,
+    mode: str,
+    expires: dt.datetime | None,
+    written: Callable[[list[Any], list[Any], bool], None] | None = None,
+) -> bool:
+    """Write a validated batch as new rows (version 1, expiring at ``expires``) in one
+    COPY if none of its keys is taken, expired or not (True); else write nothing
+    (False), as for a batch that repeats a key or sets different columns in different
+    rows. New rows are what any mode writes for keys not taken. ``written`` gets what
+    :func:`load_batch` gives it."""
+    tx, spec, target = table.session, table.spec, table.sql_table
+    if batch.spec is not spec and (batch.spec != spec or batch.spec.columns != spec.columns):
+        batch = _revalidated(spec, batch)
+    keys = batch.keys()
+    groups = list(batch.groups(mode))
+    if len(groups) != 1 or len(set(keys)) < len(keys):
+        return False
+    columns, _, rows = groups[0]
+    if expires is not None:
+        rows = [(*row, expires) for row in rows]
+    names, types = _layout(spec, columns, expiring=expires is not None)
+    if not _copied_as_new(tx, target, names, types, rows):
+        return False
+    if written is not None:
+        new, as_given = _as_written(spec, columns, rows, expiring=expires is not None, whole=columns == spec.columns)
+        written(keys, new, as_given)
+    return True
+
+
+def _as_written(
+    spec: TableSpec, columns: tuple[str, ...], rows: list[tuple[Any, ...]], *, expiring: bool, whole: bool
+) -> tuple[list[Any], bool]:
+    """The rows a COPY as new wrote (tuples of ``columns``, the version, the expiry when
+    ``expiring``), for a change feed's events: as given when they are ``whole`` (every
+    column, the whole batch: True), else every column (null where ``columns`` has
+    none), the version and the expiry (False)."""
+    if whole:
+        return rows, True
+    n = len(columns)
+    at = {c: i for i, c in enumerate(columns)}  # a partial upsert group: the other columns are null
+    return [
+        [*(r[at[c]] if c in at else None for c in spec.columns), r[n], r[n + 1] if expiring else None] for r in rows
+    ], False
+
+
 class _MetExpired(Exception):
     """A batch's key range holds an expired row not swept yet (and nothing of the batch
     is written): it takes the per-row path, which sweeps what it meets."""
@@ -154,29 +201,23 @@ def _load_group(
     written nothing, when a key is taken and ``expired`` (if given) says the batch's
     key range holds an expired row, or, for a change-fed batch, whenever a key is
     taken (its events need each row's prev: the per-row path gives them)."""
-    tail = [VERSION, EXPIRES] if expiring else [VERSION]
-    types = [*(TYPE_NAMES[spec.type_of(c)] for c in columns), "int8", *(["timestamptz"] if expiring else [])]
-    if _copied_as_new(tx, target, [*columns, *tail], types, rows):
+    names, types = _layout(spec, columns, expiring=expiring)
+    if _copied_as_new(tx, target, names, types, rows):
         # Every row was an insert (at version 1, or its own).
-        if returned is not None and columns == spec.columns and len(rows) == len(batch.rows):
-            returned.extend(rows)
-            return True
-        if returned is not None:
-            n = len(columns)
-            at = {c: i for i, c in enumerate(columns)}  # a partial upsert group: the other columns are null
-            returned.extend(
-                [*(r[at[c]] if c in at else None for c in spec.columns), r[n], r[n + 1] if expiring else None]
-                for r in rows
-            )
-        return False
+        if returned is None:
+            return False
+        whole = columns == spec.columns and len(rows) == len(batch.rows)
+        new, as_given = _as_written(spec, columns, rows, expiring=expiring, whole=whole)
+        returned.extend(new)
+        return as_given
     if expired is not None and (returned is not None or expired()):
         raise _MetExpired  # also a change-fed batch over taken keys: per row, each event with its prev
-    temp = _temp_table(tx, target, (*columns, *tail))
-    _copy(tx, None, temp.name, [*columns, *tail], types, rows)
+    temp = _temp_table(tx, target, tuple(names))
+    _copy(tx, None, temp.name, names, types, rows)
     if mode == "insert":
         _refuse_existing(tx, spec, target, temp, batch, keys)
-    select = sa.select(*(temp.c[c] for c in (*columns, *tail)))
-    stmt = pg_insert(target).from_select([*columns, *tail], select)
+    select = sa.select(*(temp.c[c] for c in names))
+    stmt = pg_insert(target).from_select(names, select)
     if mode != "insert":
         changed = columns if mode == "upsert" else spec.columns
         values: dict[str, Any] = {c: stmt.excluded[c] for c in changed if not spec.is_key(c)}
@@ -185,6 +226,14 @@ def _load_group(
         stmt = stmt.on_conflict_do_update(index_elements=[target.c[k] for k in spec.primary_key], set_=values)
     tx.execute(stmt)  # not change-fed: a fed batch over taken keys went row by row (see the raise above)
     return False
+
+
+def _layout(spec: TableSpec, columns: tuple[str, ...], *, expiring: bool) -> tuple[list[str], list[str]]:
+    """The columns a COPY of tuples of ``columns`` writes (then the version, and the
+    expiry when ``expiring``), and their binary COPY types."""
+    names = [*columns, VERSION, *([EXPIRES] if expiring else [])]
+    types = [*(TYPE_NAMES[spec.type_of(c)] for c in columns), "int8", *(["timestamptz"] if expiring else [])]
+    return names, types
 
 
 def _copied_as_new(

@@ -13,7 +13,7 @@ from sqlalchemy.sql.expression import ClauseElement, Executable
 from providers.postgres.aggregate import aggregate_select, read_groups
 from providers.postgres.batch import LoadBatch, PgLoadPreparer
 from providers.postgres.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event, put_runs
-from providers.postgres.load import load_batch
+from providers.postgres.load import load_batch, load_new
 from providers.postgres.native import NativeWrites
 from providers.postgres.schema import EXPIRES, VERSION, expiry_now
 from providers.postgres.session import PgSession
@@ -345,6 +345,13 @@ class PgTable(NativeWrites):
         if expires is not None:
             expiries = [from_micros(expires)] * len(batch.rows)
         load_batch(self, batch, mode, sequential, None, expiries, written=written)
+
+    def load_new(self, batch: LoadBatch, mode: str, expires: int | None) -> bool:
+        """Write the batch as new rows, expiring at ``expires`` (microseconds), in one
+        COPY if no key of it is taken (True), else write nothing (False); a change-fed
+        table records their events (see :func:`~providers.postgres.load.load_new`)."""
+        written = None if self._events is None else self._record_load
+        return load_new(self, batch, mode, None if expires is None else from_micros(expires), written)
 
     def _load_kept(self, batch: LoadBatch, mode: str, kept: Kept) -> None:
         def sequential(rows: list[dict[str, Any]], m: str) -> None:

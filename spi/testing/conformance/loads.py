@@ -16,7 +16,8 @@ from spi.errors import (
     LimitExceededError,
     RowExistsError,
 )
-from spi.testing.conformance.base import keys
+from spi.spec import TableSpec
+from spi.testing.conformance.base import keys, sorted_keys
 from spi.testing.fixtures import ALL_TYPES, COUNTERS, ORDERS, all_types_row, order_rows
 
 
@@ -183,3 +184,52 @@ class LoadTests:
         ]
         assert keys(t.scan(where=col("status") == "old")) == []
         assert len(keys(t.scan(where=col("status") == "new"))) == 5
+
+    def test_a_failed_batch_writes_nothing_of_the_batches_after_it(self, provider: Any) -> None:
+        provider.admin.create(ORDERS)
+        t = provider.table("orders")
+        t.upsert({"region": "us", "id": 13, "status": "kept"})
+        rows = [{"region": "eu" if i != 13 else "us", "id": i} for i in range(40)]  # row 13 is a taken key
+        progress: list[int] = []
+        with pytest.raises(RowExistsError) as e:
+            t.load(rows, mode="insert", batch_size=10, progress=progress.append)
+        assert e.value.row_index == 13 and e.value.rows_written == 10 and progress == [10]
+        assert sorted_keys(list(t.scan())) == sorted([("us", 13), *(("eu", i) for i in range(10))])
+        assert t.read(("us", 13))["status"] == "kept"
+
+    def test_a_bad_row_stops_the_load_after_the_batches_before_it(self, provider: Any) -> None:
+        provider.admin.create(ORDERS)
+        t = provider.table("orders")
+        rows: list[dict[str, Any]] = [{"region": "eu", "id": i} for i in range(60)]
+        rows[47] = {"region": "eu", "id": 47, "total": "x"}
+        progress: list[int] = []
+        with pytest.raises(InvalidFieldError) as e:
+            t.load(rows, batch_size=10, progress=progress.append)
+        assert e.value.row_index == 47 and e.value.rows_written == 40 and progress == [10, 20, 30, 40]
+        assert t.count() == 40
+
+    def test_batches_of_new_taken_and_repeated_keys_load_as_upserts_one_by_one(self, provider: Any) -> None:
+        spec = ORDERS
+        provider.admin.create(spec)
+        provider.admin.create(TableSpec("orders_one_by_one", spec.fields, spec.primary_key, spec.indexes))
+        ids = [  # the keys of each batch of 6
+            range(6),  # new
+            range(3, 9),  # half of them the batch before's
+            range(100, 106),  # new: alongside the batch before
+            range(100, 106),  # all of them the batch before's
+            range(200, 206),  # new, partial rows
+            [200, 200, 201, 201, 202, 202],  # repeated inside the batch
+            range(6),  # taken, none of them the batch before's
+            range(3, 9),
+        ]
+        rows: list[dict[str, Any]] = []
+        for batch, keys_of_batch in enumerate(ids):
+            for i, n in enumerate(keys_of_batch):
+                full = {"region": "eu", "id": n, "status": f"b{batch}", "total": float(i)}
+                rows.append(full if batch != 4 else {"region": "eu", "id": n, "note": f"partial {i}"})
+        loaded = provider.table("orders")
+        assert loaded.load(rows, batch_size=6) == len(rows)
+        one_by_one = provider.table("orders_one_by_one")
+        for row in rows:
+            one_by_one.upsert(row)
+        assert [(dict(r), r.version) for r in loaded.scan()] == [(dict(r), r.version) for r in one_by_one.scan()]
