@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from typing import Any
 
 from spi.types import FieldType
@@ -123,6 +124,37 @@ def key_encoder(types: Sequence[FieldType]) -> Callable[[Sequence[Any]], bytes]:
         only = encoders[0]
         return lambda values: only(values[0])
     return lambda values: b"".join([e(v) for e, v in zip(encoders, values)])
+
+
+def column_encoder(ftype: FieldType) -> Callable[[Iterable[Any]], list[bytes]]:
+    """:func:`encode_value` of every value of a column of validated, non-null values,
+    in passes of C-level ``map`` where the type allows (integers, timestamps'
+    microseconds and strings); exactly what the per-value encoder gives."""
+    if ftype is FieldType.INT or ftype is FieldType.LONG:
+        # Validated: value + 2**63 is in [0, 2**64), so the mask of _encode_int is a no-op.
+        return lambda values: list(map(_U64.pack, map(_SIGN.__add__, values)))
+    if ftype is FieldType.TIMESTAMP:
+        return lambda values: list(map(_U64.pack, map(_SIGN.__add__, map(_micros, values))))
+    if ftype is FieldType.STRING:
+        return _strings
+    encode = _ENCODERS[ftype]
+    return lambda values: list(map(encode, values))
+
+
+def _strings(values: Iterable[str]) -> list[bytes]:
+    utf8 = map(str.encode, values)
+    escaped = map(bytes.replace, utf8, repeat(b"\x00"), repeat(b"\x00\xff"))
+    return list(map(bytes.__add__, escaped, repeat(_TERMINATOR)))
+
+
+def key_column_encoder(types: Sequence[FieldType]) -> Callable[[Sequence[Iterable[Any]]], list[bytes]]:
+    """:func:`encode_key` of complete keys given column by column (one iterable of
+    values per key column), as :func:`column_encoder` encodes each column."""
+    encoders = [column_encoder(t) for t in types]
+    if len(encoders) == 1:
+        only = encoders[0]
+        return lambda columns: only(columns[0])
+    return lambda columns: list(map(b"".join, zip(*[e(c) for e, c in zip(encoders, columns)])))
 
 
 def nullable_encoder(ftype: FieldType) -> Callable[[Any], bytes]:

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from spi.codec import key_encoder, nullable_encoder, to_micros
+from spi.codec import column_encoder, key_column_encoder, key_encoder, nullable_encoder, to_micros
 from spi.errors import KvError
 from spi.keys import key_of
 from spi.load import LoadPreparer
@@ -138,8 +138,15 @@ class KvLoadPreparer(LoadPreparer):
         self._int_key = len(spec.primary_key) == 1 and spec.key_types[0] in _INTS
         self._pack_key = struct.Struct(f">{len(row_prefix)}sQ").pack
         self._encode_key = key_encoder(spec.key_types)
+        self._encode_key_columns = key_column_encoder(spec.key_types)
         self._indexes = [
-            (self._names.index(c), prefix, spec.type_of(c) in _INTS, nullable_encoder(spec.type_of(c)))
+            (
+                self._names.index(c),
+                prefix,
+                spec.type_of(c) in _INTS,
+                nullable_encoder(spec.type_of(c)),
+                column_encoder(spec.type_of(c)),
+            )
             for c, prefix in indexes
         ]
 
@@ -203,22 +210,29 @@ class KvLoadPreparer(LoadPreparer):
         # An integer key is encoded as its value + 2**63 (validated: no mask needed),
         # packed together with the prefix by a map in C.
         shifted = list(map(_SIGN.__add__, columns[self._key_positions[0]])) if self._int_key else []
+        suffixes: list[bytes] | None = None  # the keys without the prefix
         if self._int_key:
             keys = list(map(self._pack_key, repeat(prefix), shifted))
             ordered = all(map(lt, shifted, islice(shifted, 1, None)))  # integers compare faster than bytes
         else:
-            encode = self._encode_key
-            keys = [prefix + encode(k) for k in zip(*[columns[p] for p in self._key_positions])]
-            ordered = all(map(lt, keys, islice(keys, 1, None)))
-        cut = len(prefix)
+            suffixes = self._encode_key_columns([columns[p] for p in self._key_positions])
+            keys = list(map(prefix.__add__, suffixes))
+            ordered = all(map(lt, suffixes, islice(suffixes, 1, None)))  # one prefix: the keys' order
         entries = []
-        for i, index_prefix, is_int, encode_value in self._indexes:
+        for i, index_prefix, is_int, encode_value, encode_column in self._indexes:
             values = columns[i]
             if is_int and self._int_key and None not in values:  # the common case, all in C
                 pack = struct.Struct(f">{len(index_prefix) + 1}sQQ").pack
                 entries.append(list(map(pack, repeat(index_prefix + b"\x01"), map(_SIGN.__add__, values), shifted)))
-            else:
-                entries.append([index_prefix + encode_value(v) + k[cut:] for v, k in zip(values, keys)])
+                continue
+            if suffixes is None:
+                suffixes = [k[len(prefix) :] for k in keys]
+            if None in values:
+                entries.append([index_prefix + encode_value(v) + k for v, k in zip(values, suffixes)])
+            else:  # column by column, in C-level passes
+                entries.append(
+                    list(map(b"".join, zip(repeat(index_prefix + b"\x01"), encode_column(values), suffixes)))
+                )
         return RowBatch(
             keys,
             self._signature,
