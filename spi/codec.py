@@ -112,11 +112,6 @@ _ENCODERS: dict[FieldType, Callable[[Any], bytes]] = {
 }
 
 
-def value_encoder(ftype: FieldType) -> Callable[[Any], bytes]:
-    """:func:`encode_value` for one type, as a one-argument function (no dispatch per call)."""
-    return _ENCODERS[ftype]
-
-
 def key_encoder(types: Sequence[FieldType]) -> Callable[[Sequence[Any]], bytes]:
     """:func:`encode_key` of complete keys of ``types``, as a one-argument function."""
     encoders = [_ENCODERS[t] for t in types]

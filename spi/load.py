@@ -7,6 +7,9 @@ and validate and encode a whole batch at once (:mod:`spi.kv.bulk`). A load that
 keeps versions (``keep_versions=True``) reads each row's version as it takes the
 row (:class:`_VersionReader`) and hands the batch's versions to the writer. Rows
 already validated by the caller (:class:`ValidatedRows`) are not validated again.
+A provider whose writer mostly waits on a server may write the next batch alongside
+the current one (an :data:`AheadWriter`); batches still commit in input order
+(:func:`_pipelined`).
 """
 
 from __future__ import annotations
@@ -237,7 +240,7 @@ def _pipelined(
         if progress is not None:
             progress(written)
 
-    with ThreadPoolExecutor(2, thread_name_prefix="kvctl-load") as pool:
+    with ThreadPoolExecutor(2, thread_name_prefix="spi-load") as pool:
         try:
             for taken, batch in batches:
                 if len(window) == 2:

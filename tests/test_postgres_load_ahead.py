@@ -62,22 +62,28 @@ def test_a_change_fed_load_records_every_batch_in_commit_order(pg_factory: Calla
 
 def test_a_reader_never_sees_a_batch_before_the_ones_before_it(p: Any) -> None:
     seen: list[set[int]] = []
-    done = threading.Event()
+    reading, done = threading.Event(), threading.Event()
 
     def read() -> None:
         reader = p.table("events")
-        while not done.is_set():
+        while True:  # a last scan after the load: every batch
+            finished = done.is_set()
             seen.append({r["batch"] for r in reader.scan(columns=["batch", "n"])})
+            reading.set()
+            if finished:
+                return
 
     watcher = threading.Thread(target=read)
     watcher.start()
+    reading.wait()
     try:
         p.table("events").load(rows(40, 100), batch_size=100)
     finally:
         done.set()
         watcher.join()
     assert p.stats()["batches_ahead"] == 39
-    assert seen and all(batches == set(range(len(batches))) for batches in seen), [
+    assert seen[-1] == set(range(40))
+    assert all(batches == set(range(len(batches))) for batches in seen), [
         sorted(b) for b in seen if b != set(range(len(b)))
     ]
 

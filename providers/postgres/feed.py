@@ -35,7 +35,7 @@ from sqlalchemy.dialects import postgresql as pg
 
 from providers.postgres.schema import derived_name, qualified, quoted
 from providers.postgres.session import PgSession
-from spi.codec import encode_key, key_encoder, to_micros, value_encoder
+from spi.codec import column_encoder, encode_key, key_column_encoder, to_micros
 from spi.spec import TableSpec
 
 CHANGES = "kv_changes"
@@ -134,9 +134,9 @@ def put_runs(spec: TableSpec, keys: list[Any], rows: list[Sequence[Any]]) -> lis
     batch's events in a few C-level passes and one msgpack call per run."""
     n = len(spec.columns)
     if len(spec.primary_key) == 1:
-        encoded = list(map(value_encoder(spec.key_types[0]), keys))
+        encoded = column_encoder(spec.key_types[0])(keys)
     else:
-        encoded = list(map(key_encoder(spec.key_types), keys))
+        encoded = key_column_encoder(spec.key_types)(list(zip(*keys)))
     expiries: Iterable[int | None] = repeat(None)
     if rows and len(rows[0]) > n + 1:
         expiries = [None if e is None else to_micros(e) for e in map(itemgetter(n + 1), rows)]
