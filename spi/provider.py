@@ -322,11 +322,12 @@ class AutoCommitTable:
             batch_size=batch_size,
             progress=progress,
             keep_versions=keep_versions,
-            write_ahead=None if keep_versions else self._load_ahead(preparer.spec, expires),
+            write_ahead=None if keep_versions else self._load_ahead(expires),
         )
 
-    def _load_ahead(self, spec: TableSpec, expires: int | None) -> AheadWriter | None:
-        """How a load writes a batch while the one before it is written
+    def _load_ahead(self, expires: int | None) -> AheadWriter | None:
+        """How a load of rows expiring at ``expires`` (microseconds since the epoch;
+        None: never) writes a batch while the one before it is written
         (:data:`spi.load.AheadWriter`), or None (here): one batch at a time."""
         return None
 

@@ -36,7 +36,6 @@ from spi.load import AheadWriter
 from spi.primitives import ColumnBatch, Stored
 from spi.provider import AutoCommitTable, ProviderBase
 from spi.row import Page, Row
-from spi.spec import TableSpec
 from spi.table import TableBase
 from spi.validate import check_batch_size
 
@@ -195,7 +194,7 @@ class PgAutoCommitTable(AutoCommitTable):
             self._missed("write")
         return self._call(op)
 
-    def _load_ahead(self, spec: TableSpec, expires: int | None) -> AheadWriter | None:
+    def _load_ahead(self, expires: int | None) -> AheadWriter | None:
         """A batch of new rows written while the one before it is, on a second
         connection, so the server inserts two batches at once (a bulk load waits on the
         server's index work, not on the client).
