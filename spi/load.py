@@ -97,13 +97,14 @@ BatchWriter = Callable[[Any, str, Kept | None], None]
 """Writes one prepared batch: ``(batch, mode, kept)``, ``kept`` None unless the load
 keeps versions."""
 
-AheadWriter = Callable[[Any, str, Callable[[], None]], bool]
+AheadWriter = Callable[[Any, str, Callable[[float], bool]], bool]
 """Writes one prepared batch ``(batch, mode, turn)`` while the batch before it is
 being written, in a transaction of its own: only if every row goes in as a new row
-(no key of the batch is taken, expired or not), and then it calls ``turn()`` before
-committing (``turn`` returns once the batch before has committed, and raises if that
-one failed: then it rolls back). False: nothing written, as the batch could not go in
-as new rows (it is then written after the one before, by the :data:`BatchWriter`)."""
+(no key of the batch is taken, expired or not), and then it waits for its turn before
+committing: ``turn(seconds)`` is True once the batch before has committed, False
+while it has not after ``seconds``, and raises if that one failed (then it rolls
+back). False: nothing written, as the batch could not go in as new rows or gave way
+(it is then written after the one before, by the :data:`BatchWriter`)."""
 
 
 class _BadVersion(Exception):
@@ -294,11 +295,14 @@ class _Turn:
         self.done = threading.Event()
         self.committed = False
 
-    def wait(self) -> None:
-        """Return once the batch before has committed; raise if it failed."""
-        self.done.wait()
+    def wait(self, seconds: float | None = None) -> bool:
+        """True once the batch before has committed (False if it has not within
+        ``seconds``); raise if it failed."""
+        if not self.done.wait(seconds):
+            return False
         if not self.committed:
             raise _Abandoned
+        return True
 
 
 class _Abandoned(Exception):

@@ -105,3 +105,41 @@ def test_a_failed_write_rolls_back_the_batch_written_ahead(p: Any) -> None:
         t.load(rows(4, 10), mode="insert", batch_size=10)
     assert e.value.row_index == 17 and e.value.rows_written == 10
     assert sorted({r["batch"] for r in t.scan()}) == [0, 1] and t.count() == 11  # batch 0 and the taken row
+
+
+def test_a_batch_written_ahead_gives_way_to_a_session_waiting_for_its_keys(p: Any, pg_server: Any) -> None:
+    """Another session holds a key of the first batch and then asks for one of the batch
+    written ahead: the first batch waits for that session, the session for the batch
+    written ahead, and that batch for the first one's commit, in this process, where
+    the server cannot see it. The batch written ahead must give way (roll back), not
+    hang the three of them."""
+    import psycopg
+
+    table = f'"{p._db.schema}"."events"'
+    insert = f"INSERT INTO {table} (batch, n, s, kv_version) VALUES (%s, %s, 'other', 1)"
+    other = psycopg.connect(pg_server.dsn)
+    probe = psycopg.connect(pg_server.dsn, autocommit=True)
+    try:
+        other.execute("SET lock_timeout = '20s'")  # a hang fails the test instead of stopping it
+        other.execute(insert, (0, 0))  # a key of the first batch, not committed
+        loaded: list[int] = []
+        loader = threading.Thread(target=lambda: loaded.append(p.table("events").load(rows(2, 50), batch_size=50)))
+        loader.start()
+        # The batch written ahead is in: its transaction has written and waits for its turn
+        # (the first batch's is active: it waits for ours).
+        waiting_ahead = (
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"
+            " AND backend_xid IS NOT NULL AND pid <> %s"
+        )
+        while not probe.execute(waiting_ahead, (other.info.backend_pid,)).fetchone()[0]:  # type: ignore[index]
+            assert loader.is_alive(), "the load ended before its second batch waited for its turn"
+        other.execute(insert, (1, 0))  # a key of the batch written ahead: it must give way
+        other.commit()
+        loader.join(60)
+        assert loaded == [100]
+    finally:
+        other.close()
+        probe.close()
+    t = p.table("events")
+    assert t.count() == 100 and p.stats()["batches_ahead"] == 0
+    assert {(r["batch"], r["n"]): r.version for r in t.scan() if r.version != 1} == {(0, 0): 2, (1, 0): 2}

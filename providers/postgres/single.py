@@ -155,6 +155,14 @@ def _until_exhausted(tx: PgTransaction, batches: Iterator[T]) -> Iterator[T]:
         yield from batches
 
 
+GIVE_WAY_CHECK = 0.05
+"""Seconds between the checks of a batch written ahead for sessions waiting on it."""
+
+
+class _GiveWay(Exception):
+    """A batch written ahead rolls back: another session waits for one of its keys."""
+
+
 class PgAutoCommitTable(AutoCommitTable):
     """The auto-commit handle, with ``read`` as a single statement when possible and
     ``scan_batches`` streamed from one read-only snapshot."""
@@ -205,17 +213,29 @@ class PgAutoCommitTable(AutoCommitTable):
         it updates only once the batch before has committed: at SERIALIZABLE its
         snapshot, taken by the COPY, would predate that commit and the update would
         fail as a conflict. Revisions still follow commit order (the counter's row
-        lock)."""
+        lock).
 
-        def write(batch: Any, mode: str, turn: Callable[[], None]) -> bool:
+        While it waits for its turn it holds its keys, so it checks every
+        :data:`GIVE_WAY_CHECK` seconds whether another session waits for one of them,
+        and if so rolls back and is written after the batch before: that session may be
+        what the batch before waits for (two loads of overlapping keys), a cycle through
+        this process that the server's deadlock detector cannot see."""
+
+        def write(batch: Any, mode: str, turn: Callable[[float], bool]) -> bool:
             def attempt() -> bool:
-                with begin(self._db, isolation="READ COMMITTED") as tx:
-                    table = tx.table(self.name)
-                    assert isinstance(table, PgTable)
-                    if not table.load_new(batch, mode, expires):
-                        return False
-                    turn()
-                    return True
+                try:
+                    with begin(self._db, isolation="READ COMMITTED") as tx:
+                        table = tx.table(self.name)
+                        assert isinstance(table, PgTable)
+                        if not table.load_new(batch, mode, expires):
+                            return False
+                        while not turn(GIVE_WAY_CHECK):
+                            if tx.blocks_others():
+                                raise _GiveWay
+                        return True
+                except _GiveWay:
+                    log.debug("load of %r: a batch written ahead gave way to a session waiting for its keys", self.name)
+                    return False
 
             ahead = self._provider.retried(attempt, retries=self._provider.autocommit_retries)
             if ahead:

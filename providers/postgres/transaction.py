@@ -173,6 +173,14 @@ class PgTransaction(TransactionBase):
         """Now on the server's clock, in microseconds since the epoch."""
         return int(self.execute(sa.select(SERVER_MICROS)).scalar_one())
 
+    def blocks_others(self) -> bool:
+        """Whether another session waits for a lock this transaction holds."""
+        waiting = sa.text(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity"
+            " WHERE wait_event_type = 'Lock' AND pg_backend_pid() = ANY (pg_blocking_pids(pid)))"
+        )
+        return bool(self.execute(waiting).scalar())
+
     def driver_connection(self) -> psycopg.Connection[Any]:
         """The psycopg connection under this transaction (for COPY)."""
         with self.errors():
