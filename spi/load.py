@@ -14,6 +14,7 @@ the current one (an :data:`AheadWriter`); batches still commit in input order
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
@@ -290,8 +291,6 @@ class _Turn:
     that one committed."""
 
     def __init__(self) -> None:
-        import threading
-
         self.done = threading.Event()
         self.committed = False
 
