@@ -76,3 +76,48 @@ def test_export_and_import_without_spark_say_how_to_add_it(tmp_path: Path, comma
     assert done.returncode == 2
     assert "pip install 'kvctl[spark]'" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+SPARK_ONLY = ("kvctl/spark/", "pyspark_kvctl/", "spi/testing/")
+"""Code a plain install does not run: Spark's (the ``spark`` extra) and the conformance
+kit's (the ``testing`` extra)."""
+
+
+def _imported_top_modules(path: Path) -> set[str]:
+    """The top-level module names ``path`` imports anywhere (function bodies included)."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_a_plain_install_has_every_module_the_commands_import() -> None:
+    """Every third-party module that code outside Spark and the conformance kit imports
+    comes from a base dependency, so ``pip install kvctl`` (no extras) runs ``put --file``,
+    ``copy`` and the dashboard (issue 34: pyarrow was only in the extras)."""
+    import importlib.metadata as md
+    import re
+
+    ours = {"spi", "providers", "kvctl", "migrations", "pyspark_kvctl"}
+    base = {
+        re.split(r"[\s\[<>=!~;]", req, maxsplit=1)[0].lower().replace("_", "-")
+        for req in md.requires("kvctl") or []
+        if "extra ==" not in req
+    }
+    owners = md.packages_distributions()
+    missing = {}
+    for package in ("spi", "providers", "kvctl", "migrations"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative.startswith(SPARK_ONLY):
+                continue
+            for module in _imported_top_modules(path) - ours - set(sys.stdlib_module_names):
+                dists = {d.lower().replace("_", "-") for d in owners.get(module, [module])}
+                if not dists & base:
+                    missing.setdefault(module, relative)
+    assert not missing, f"imported outside Spark but not a base dependency: {missing}"
