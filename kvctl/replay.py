@@ -1,7 +1,8 @@
 """Applying change events to a destination store, one source revision at a time
 (``kvctl apply`` and ``kvctl copy --follow``).
 
-Each source revision becomes one destination transaction: its puts write the event's
+Each source revision becomes one destination transaction (or, when the destination
+refuses one that large, consecutive pieces that fit: :func:`apply_revision`): its puts write the event's
 row with the event's version and expiry (a load that keeps versions, as ``copy``
 writes rows), its deletes and expiries delete the key, and the revision is recorded
 as the applied position of every (destination table, source) it concerns
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import spi
 from spi import applied
@@ -39,34 +41,60 @@ def apply_revision(
     """Apply one source revision's ``events`` (in order) in one destination transaction
     and record ``revision`` for each of their targets and those of ``also`` (targets
     the revision did not touch but whose position may move on). False when every
-    target had applied it already (nothing is written)."""
+    target had applied it already (nothing is written).
 
-    def work(tx: spi.Transaction) -> bool:
-        targets = dict.fromkeys([target for target, _ in events] + list(also))
-        due = {t for t in targets if (applied.position(tx, t.table, t.source) or 0) < revision}
-        if not due:
-            return False
-        puts: list[spi.Row] = []
-        into = ""  # the table of the puts waiting in ``puts``
-        for target, event in events:
-            if target not in due:
-                continue
-            if puts and (event.op != PUT or target.table != into):
-                tx.table(into).load(puts, mode="upsert", keep_versions=True)
-                puts = []
-            if event.op == PUT:
-                assert event.row is not None and event.version is not None
-                into = target.table
-                puts.append(spi.Row(event.row, event.version, event.expires_at))
-            else:
-                tx.table(target.table).delete(event.key)
-        if puts:
+    A revision the destination refuses as one transaction for its size
+    (:class:`spi.TransactionTooLargeError`: etcd's limits) is applied in pieces of
+    consecutive events, each a transaction that fits, the position recorded with the
+    last: a reader may see part of the revision until then, and a run stopped between
+    pieces applies the whole revision again (puts keep versions, deletes are
+    idempotent), so nothing is missed or left half done."""
+    targets = list(dict.fromkeys([target for target, _ in events] + list(also)))
+    try:
+        return destination.run(partial(_apply, revision=revision, events=events, targets=targets, record=True))
+    except spi.TransactionTooLargeError:
+        if len(events) < 2:
+            raise
+    size, start, wrote = len(events) // 2, 0, False
+    while start < len(events):
+        piece, last = events[start : start + size], start + size >= len(events)
+        try:
+            wrote |= destination.run(partial(_apply, revision=revision, events=piece, targets=targets, record=last))
+        except spi.TransactionTooLargeError:
+            if size == 1:
+                raise
+            size //= 2
+            continue
+        start += size
+    return wrote
+
+
+def _apply(tx: spi.Transaction, revision: int, events: Sequence[Event], targets: list[Target], record: bool) -> bool:
+    """Apply ``events`` of the targets that lack ``revision`` and, if ``record``, record
+    it for them; False when every target had it already."""
+    due = {t for t in targets if (applied.position(tx, t.table, t.source) or 0) < revision}
+    if not due:
+        return False
+    puts: list[spi.Row] = []
+    into = ""  # the table of the puts waiting in ``puts``
+    for target, event in events:
+        if target not in due:
+            continue
+        if puts and (event.op != PUT or target.table != into):
             tx.table(into).load(puts, mode="upsert", keep_versions=True)
+            puts = []
+        if event.op == PUT:
+            assert event.row is not None and event.version is not None
+            into = target.table
+            puts.append(spi.Row(event.row, event.version, event.expires_at))
+        else:
+            tx.table(target.table).delete(event.key)
+    if puts:
+        tx.table(into).load(puts, mode="upsert", keep_versions=True)
+    if record:
         for target in due:
             applied.record(tx, target.table, target.source, revision)
-        return True
-
-    return destination.run(work)
+    return True
 
 
 __all__ = ["Event", "Target", "apply_revision"]

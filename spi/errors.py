@@ -72,6 +72,13 @@ class LimitExceededError(KvError):
     """A value is larger than the limits every provider enforces."""
 
 
+class TransactionTooLargeError(LimitExceededError):
+    """One transaction is larger than the store takes in one commit (etcd: the members'
+    ``--max-txn-ops`` or ``--max-request-bytes``); nothing of it was written. The bulk
+    paths (loads, copies, imports, ``apply``, sweeps) catch it and cut their work into
+    smaller pieces, each atomic; a single row or revision that cannot fit is raised."""
+
+
 class WhereSyntaxError(KvError):
     """A ``--where`` expression could not be parsed; ``position`` is 1-based."""
 

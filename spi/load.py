@@ -9,11 +9,14 @@ row (:class:`_VersionReader`) and hands the batch's versions to the writer. Rows
 already validated by the caller (:class:`ValidatedRows`) are not validated again.
 A provider whose writer mostly waits on a server may write the next batch alongside
 the current one (an :data:`AheadWriter`); batches still commit in input order
-(:func:`_pipelined`).
+(:func:`_pipelined`). A batch the store refuses for its size
+(:class:`~spi.errors.TransactionTooLargeError`: nothing of it written) is written in
+smaller pieces, each atomic, and so are the batches after it (:class:`_CutToFit`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -22,7 +25,7 @@ from itertools import islice, repeat
 from typing import Any
 
 from spi.codec import encode_key, to_micros
-from spi.errors import InvalidFieldError, KvError, RowExistsError
+from spi.errors import InvalidFieldError, KvError, RowExistsError, TransactionTooLargeError
 from spi.keys import key_of
 from spi.primitives import Kept
 from spi.spec import TableSpec
@@ -186,17 +189,54 @@ def run_load(
     if write_ahead is not None and reader is None:
         return _pipelined(write_batch, write_ahead, preparer, batches, mode, progress)
     written = 0
-    taken: list[Any] = []
+    fit = _CutToFit(write_batch, preparer, mode)
     try:
         for taken, batch in batches:
-            write_batch(batch, mode, None if reader is None else Kept(reader.versions, reader.expires))
-            written += len(taken)
-            if progress is not None:
-                progress(written)
+            for n in fit.write(taken, batch, None if reader is None else Kept(reader.versions, reader.expires)):
+                written += n
+                if progress is not None:
+                    progress(written)
     except KvError as exc:
-        _failed(exc, preparer, taken, written)
+        _failed(exc, preparer, fit.current, written)
         raise
     return written
+
+
+class _CutToFit:
+    """Writes batches whole until the store refuses one for its size
+    (:class:`TransactionTooLargeError`, nothing written: etcd's operations or bytes per
+    transaction); that batch is then written in halves, cut again as needed, and later
+    batches in pieces of the largest size that went in. A single row that cannot fit
+    is raised. :attr:`current` is the rows of the piece being written (for errors)."""
+
+    def __init__(self, write_batch: BatchWriter, preparer: LoadPreparer, mode: str) -> None:
+        self._write_batch = write_batch
+        self._preparer = preparer
+        self._mode = mode
+        self._limit: int | None = None
+        self.current: list[Any] = []
+
+    def write(self, taken: list[Any], batch: Any, kept: Kept | None) -> Iterator[int]:
+        """Write the rows ``taken`` (prepared as ``batch``); yields the rows of each
+        piece as it commits."""
+        if self._limit is None or len(taken) <= self._limit:
+            self.current = taken
+            try:
+                self._write_batch(batch, self._mode, kept)
+            except TransactionTooLargeError:
+                if len(taken) == 1:
+                    raise
+                self._limit = len(taken) // 2
+            else:
+                yield len(taken)
+                return
+        step = self._limit
+        for start in range(0, len(taken), step):
+            piece = type(taken)(taken[start : start + step])  # a preparer's list type marks its rows' kind
+            part = (
+                None if kept is None else Kept(kept.versions[start : start + step], kept.expires[start : start + step])
+            )
+            yield from self.write(piece, self._preparer.prepare(piece), part)
 
 
 def _failed(exc: KvError, preparer: LoadPreparer, taken: list[Any], written: int) -> None:
@@ -262,6 +302,11 @@ def _pipelined(
                 while window:
                     finish_oldest()
                 _failed(exc, preparer, [], written)
+            raise
+        except BaseException:  # an interrupt: the batches under way commit all the same; count them
+            with contextlib.suppress(Exception):
+                while window:
+                    finish_oldest()
             raise
     return written
 

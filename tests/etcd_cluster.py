@@ -3,8 +3,9 @@
 :class:`ThrowawayEtcd` starts three ``etcd`` members (Debian's ``etcd-server``,
 installed by ``scripts/ensure-etcd.sh``) on 127.0.0.1, each on its own free client
 and peer ports, with data folders in a temporary folder (on ``/dev/shm`` when it
-exists: the data is disposable, and fsyncs there cost nothing), started with
-``--max-txn-ops 1024`` as the etcd provider needs and short heartbeat and election
+exists: the data is disposable, and fsyncs there cost nothing), at etcd's default
+limits (128 operations per transaction, 1.5 MiB per request: what users run; ``extra``
+arguments raise them for a test of its own) and with short heartbeat and election
 timeouts so that failover tests elect a new leader in about a second. Tests may
 kill a member (:meth:`ThrowawayEtcd.kill`) and start it again (:meth:`restart`).
 Setting ``KVCTL_TEST_ETCD_URL`` before the session uses that cluster instead.
@@ -64,12 +65,15 @@ def b64(data: bytes) -> str:
 class ThrowawayEtcd:
     """Start a disposable cluster with :meth:`start`, stop and delete it with :meth:`stop`."""
 
-    def __init__(self, binary: str) -> None:
+    def __init__(self, binary: str, members: int = MEMBERS, extra: tuple[str, ...] = ()) -> None:
         self.binary = binary
+        self.members = members
+        self.extra = extra
+        """Further member flags (e.g. ``--max-txn-ops=1024``)."""
         self.root = ""
         self.client_ports: list[int] = []
         self.peer_ports: list[int] = []
-        self.procs: list[subprocess.Popen[bytes] | None] = [None] * MEMBERS
+        self.procs: list[subprocess.Popen[bytes] | None] = [None] * members
 
     @property
     def endpoints(self) -> list[str]:
@@ -95,11 +99,11 @@ class ThrowawayEtcd:
             f"--initial-cluster={cluster}",
             "--initial-cluster-state=new",
             "--initial-cluster-token=kvctl-test",
-            "--max-txn-ops=1024",
             "--heartbeat-interval=50",
             "--election-timeout=500",
             "--logger=zap",
             "--log-level=error",
+            *self.extra,
         ]
 
     def _spawn(self, i: int) -> None:
@@ -114,16 +118,16 @@ class ThrowawayEtcd:
         base = "/dev/shm" if os.path.isdir("/dev/shm") else None
         self.root = tempfile.mkdtemp(prefix="kvctl-etcd-", dir=base)
         ports: set[int] = set()
-        while len(ports) < 2 * MEMBERS:
+        while len(ports) < 2 * self.members:
             ports.add(free_port())
         listed = sorted(ports)
-        self.client_ports, self.peer_ports = listed[:MEMBERS], listed[MEMBERS:]
-        for i in range(MEMBERS):
+        self.client_ports, self.peer_ports = listed[: self.members], listed[self.members :]
+        for i in range(self.members):
             self._spawn(i)
         try:
             self.wait_leader()
         except Exception:
-            logs = "".join(self.log(i)[-1500:] for i in range(MEMBERS))
+            logs = "".join(self.log(i)[-1500:] for i in range(self.members))
             self.stop()
             raise RuntimeError(f"etcd did not start:\n{logs}") from None
         return self
@@ -151,7 +155,7 @@ class ThrowawayEtcd:
 
     def leader(self) -> int | None:
         """The index of the member that is the leader now (None: no leader known)."""
-        for i in range(MEMBERS):
+        for i in range(self.members):
             if self.procs[i] is None:
                 continue
             st = self.status(i)
@@ -184,7 +188,7 @@ class ThrowawayEtcd:
 
     def heal(self) -> None:
         """Restart every stopped member and wait for a leader."""
-        for i in range(MEMBERS):
+        for i in range(self.members):
             self.restart(i)
         self.wait_leader()
 
@@ -199,7 +203,7 @@ class ThrowawayEtcd:
 
     def stop(self) -> None:
         """Kill every member and delete the data folders."""
-        for i in range(MEMBERS):
+        for i in range(self.members):
             self.kill(i)
         if self.root:
             shutil.rmtree(self.root, ignore_errors=True)

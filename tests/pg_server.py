@@ -43,9 +43,10 @@ _SETTINGS = {
     "full_page_writes": "off",
     "synchronous_commit": "off",
     "listen_addresses": "127.0.0.1",
-    "max_connections": "200",
-    "shared_buffers": "128MB",
 }
+"""A stock ``postgresql.conf`` but for durability, which the throwaway server does not
+need (speed only: no semantics change): kvctl may assume nothing else of the server,
+so ``max_connections`` (100) and the rest stay at PostgreSQL's defaults."""
 
 
 def find_bindir() -> str | None:

@@ -17,9 +17,13 @@ from spi.testing.conformance.overwrites import _overwrite
 
 
 class TestEtcdConformance(ConformanceTests):
-    overwrite_rows = 120
-    """An overwrite is one transaction, and one etcd transaction holds at most 1024
-    keys (SPI.md, Connecting): the kit's 1,200-row overwrite is refused here (below)."""
+    overwrite_rows = 16
+    """An overwrite is one transaction, and one etcd transaction holds 128 operations at
+    etcd's defaults (SPI.md, Connecting): the kit's 1,200-row overwrite is refused here
+    (below)."""
+    fed_load_batch = 50
+    """A load batch is cut to pieces one etcd transaction holds (56 rows of ORDERS at
+    128 operations): 50-row batches stay one revision each."""
 
     @pytest.fixture
     def provider_factory(self, etcd_factory: Callable[..., Any]) -> Callable[[], Any]:

@@ -11,13 +11,15 @@ order otherwise): an upsert (without ``_version`` the row's version goes up by 1
 with it the row gets that version, as ``copy`` writes rows), or a delete for
 ``_op`` ``delete``/``expire``.
 
-Exactly once: every task writes its rows in transactions of ``batch_rows`` rows, and
-each transaction also records its place — micro-batch B, chunk C of Spark
-partition P of the query Q (Q's id lives in the checkpoint) — as an applied position
+Exactly once: every task writes its rows in transactions of ``batch_rows`` rows (fewer
+when the store refuses one that large: etcd's limits), and each transaction also
+records its place — micro-batch B, the last row N it applied of Spark partition P's
+rows of the query Q (Q's id lives in the checkpoint) — as an applied position
 (:mod:`spi.applied`, source ``spark:Q:P``) in the same transaction. A batch that runs
 again after a crash (Spark replays it from the checkpoint with the same offsets, so
-its tasks get the same rows) skips every chunk at or below the recorded position:
-nothing is applied twice, nothing is missed. Every event of one key must be in one
+its tasks get the same rows, in the same order) skips every row at or below the
+recorded position, however its transactions were cut: nothing is applied twice,
+nothing is missed. Every event of one key must be in one
 partition of the input (the kvctl source puts them there; repartition by key
 otherwise), so that for one key the later row wins.
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -44,8 +47,9 @@ QUERY_ID = "sql.streaming.queryId"
 """The Spark local property holding the streaming query's id (kept in its checkpoint)."""
 BATCH_ID = "streaming.sql.batchId"
 """The Spark local property holding the micro-batch id."""
-CHUNKS_PER_BATCH = 1 << 31
-"""Positions are ``batch * CHUNKS_PER_BATCH + chunk + 1``: ordered by batch, then chunk."""
+ROWS_PER_BATCH = 1 << 31
+"""Positions are ``batch * ROWS_PER_BATCH + n + 1`` once a task has applied its rows
+0..n of the batch: ordered by batch, then row."""
 
 
 def check_input(spec: spi.TableSpec, columns: list[str]) -> None:
@@ -120,6 +124,19 @@ def _apply(tx: spi.Transaction, spec: spi.TableSpec, writes: list[Write]) -> Non
     flush()
 
 
+def _apply_from(
+    tx: spi.Transaction, spec: spi.TableSpec, source: str, first: int, rows: list[Write]
+) -> tuple[int, int]:
+    """Apply the task's ``rows`` numbered from position ``first`` that its recorded
+    position does not cover yet, and record the position of the last; (rows applied,
+    rows skipped as applied before)."""
+    skip = min(len(rows), max(0, (applied.position(tx, spec.name, source) or 0) - first + 1))
+    if skip < len(rows):
+        _apply(tx, spec, rows[skip:])
+        applied.record(tx, spec.name, source, first + len(rows) - 1)
+    return len(rows) - skip, skip
+
+
 class KvctlStreamWriter(DataSourceStreamArrowWriter):
     """Applies each micro-batch's rows to the table, exactly once (see the module)."""
 
@@ -141,7 +158,7 @@ class KvctlStreamWriter(DataSourceStreamArrowWriter):
             raise RuntimeError("the kvctl streaming sink needs Spark's streaming query and batch ids")
         partition = context.partitionId()
         source = f"spark:{query}:{partition}"
-        first = int(batch) * CHUNKS_PER_BATCH + 1
+        first = int(batch) * ROWS_PER_BATCH + 1
         done = list(guard(self._write(iterator, source, first), lambda: f"writing partition {partition}: "))
         return AppliedRows(sum(n for n, _ in done), sum(s for _, s in done))
 
@@ -155,18 +172,17 @@ class KvctlStreamWriter(DataSourceStreamArrowWriter):
         with spi.connect(self.url) as p:
             freeze_loaded_modules()
             applied.ensure_table(p)
-            for chunk, at in enumerate(range(0, len(writes), self.batch_rows)):
-                rows = writes[at : at + self.batch_rows]
-                mark = first + chunk
-
-                def work(tx: spi.Transaction, rows: list[Write] = rows, mark: int = mark) -> tuple[int, int]:
-                    if (applied.position(tx, spec.name, source) or 0) >= mark:
-                        return 0, len(rows)
-                    _apply(tx, spec, rows)
-                    applied.record(tx, spec.name, source, mark)
-                    return len(rows), 0
-
-                yield p.run(work)
+            at, size = 0, self.batch_rows
+            while at < len(writes):
+                rows = writes[at : at + size]
+                try:
+                    yield p.run(partial(_apply_from, spec=spec, source=source, first=first + at, rows=rows))
+                except spi.TransactionTooLargeError:
+                    if len(rows) == 1:
+                        raise
+                    size = len(rows) // 2
+                    continue
+                at += len(rows)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Nothing left to do: every task committed its rows with their positions."""

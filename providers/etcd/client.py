@@ -35,7 +35,7 @@ from urllib3.exceptions import (
     ReadTimeoutError,
 )
 
-from spi.errors import ConflictError, KvError, LimitExceededError, ProviderUnavailableError
+from spi.errors import ConflictError, KvError, ProviderUnavailableError, TransactionTooLargeError
 
 _RETRY_PAUSE = 0.05
 """Seconds between two rounds over the members."""
@@ -141,9 +141,10 @@ class EtcdClient:
                     self._token = None
                     continue
                 if any(s in lowered for s in _TOO_LARGE):
-                    raise LimitExceededError(
-                        f"etcd refused the request: {message} (a transaction must fit in one etcd request; "
-                        "cut it into smaller ones)"
+                    raise TransactionTooLargeError(
+                        f"etcd refused the transaction: {message} (the members' --max-txn-ops or "
+                        "--max-request-bytes; ?max_txn_ops= and ?max_request_bytes= tell kvctl a cluster's "
+                        "limits): nothing was written"
                     )
                 if "compacted" in lowered:
                     raise ConflictError(f"etcd compacted the revision this transaction reads at ({message}); retry")

@@ -136,7 +136,7 @@ class EtcdProvider(KvProvider):
 
     URL options: ``?timeout=SECONDS`` (default 5) bounds each call, after which an
     unreachable member set or a cluster without quorum is a
-    ``ProviderUnavailableError``; ``?max_txn_ops=N`` (default 1024) and
+    ``ProviderUnavailableError``; ``?max_txn_ops=N`` (default 128, etcd's) and
     ``?max_request_bytes=N`` (default 1.5 MiB) the members' ``--max-txn-ops`` and
     ``--max-request-bytes``; ``?changes_retention=SECONDS`` (default 7 days) how
     long change-feed events are kept; ``?sweep_interval=SECONDS`` (default 60, 0:

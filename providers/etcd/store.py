@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 from providers.etcd.client import EtcdClient, b64, items, range_request
 from providers.etcd.feedlog import EtcdFeedLog
 from providers.etcd.watch import FeedWatch
-from spi.errors import ConflictError, LimitExceededError
+from spi.errors import ConflictError, TransactionTooLargeError
 from spi.kv import OrderedStore, StoreSession
 from spi.kv.store import STALE, Stale
 
@@ -298,7 +298,7 @@ class EtcdSession(StoreSession):
             ops.append({"request_put": {"key": b64(store.generation_key), "value": ""}})
         ops.append({"request_put": {"key": b64(store.commit_key), "value": ""}})
         if len(ops) > store.max_txn_ops:
-            raise LimitExceededError(
+            raise TransactionTooLargeError(
                 f"this transaction writes {len(ops) - 1} etcd keys; one etcd transaction holds at most "
                 f"{store.max_txn_ops} operations (max_txn_ops, the members' --max-txn-ops): nothing was written; "
                 "split it into smaller transactions"
@@ -306,7 +306,7 @@ class EtcdSession(StoreSession):
         compare = self._compares()
         size += sum(len(c["key"]) * 3 // 4 + len(c.get("range_end", "")) * 3 // 4 + 24 for c in compare)
         if size > store.max_request_bytes:
-            raise LimitExceededError(
+            raise TransactionTooLargeError(
                 f"this transaction needs an etcd request of about {size / 1048576:.2f} MiB; etcd takes at most "
                 f"{store.max_request_bytes / 1048576:.2f} MiB per request (max_request_bytes, the members' "
                 "--max-request-bytes): nothing was written; split it into smaller transactions"

@@ -14,8 +14,8 @@ from spi.urloptions import UrlOptions
 
 DEFAULT_PREFIX = "kvctl"
 DEFAULT_TIMEOUT = 5.0
-DEFAULT_MAX_TXN_OPS = 1024
-"""The operations one etcd transaction may hold (members run with ``--max-txn-ops``)."""
+DEFAULT_MAX_TXN_OPS = 128
+"""etcd's default ``--max-txn-ops``: the operations one etcd transaction may hold."""
 DEFAULT_MAX_REQUEST_BYTES = 1536 * 1024
 """etcd's default ``--max-request-bytes`` (1.5 MiB)."""
 
@@ -49,7 +49,7 @@ class EtcdUrl:
 def parse_url(url: str) -> EtcdUrl:
     """Parse ``etcd://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...][/PREFIX][?options]``.
 
-    Options: ``timeout=SECONDS`` (default 5), ``max_txn_ops=N`` (default 1024: the
+    Options: ``timeout=SECONDS`` (default 5), ``max_txn_ops=N`` (default 128, etcd's: the
     members' ``--max-txn-ops``), ``max_request_bytes=N`` (default 1.5 MiB: their
     ``--max-request-bytes``), ``changes_retention=SECONDS``, ``sweep_interval=SECONDS``.
     """

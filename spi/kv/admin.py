@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from spi.codec import prefix_successor
-from spi.errors import SchemaError, TableExistsError, TableNotFoundError
+from spi.errors import SchemaError, TableExistsError, TableNotFoundError, TransactionTooLargeError
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import CATALOG, NEXT_ID, Layout, LayoutCache, catalog_key, pack, unpack
 from spi.kv.overwrite import exchange_rows
@@ -156,17 +156,26 @@ class KvAdmin(Admin):
 
     def sweep(self, name: str) -> int:
         """Remove the table's rows expired by now on the provider's clock
-        (:attr:`LayoutCache.clock`), in commits of up to :data:`SWEEP_BATCH` rows; how
-        many were removed."""
+        (:attr:`LayoutCache.clock`), in commits of up to :data:`SWEEP_BATCH` rows (halved
+        while the store refuses a commit's size); how many were removed."""
         now = self._layouts.clock() // 1000
         removed = 0
+        limit: int | None = None
         while True:
             with self._reading() as view:  # a look first: most sweeps find nothing to do
                 if not Scanner(view, stored_layout(view, self._layouts, name)).has_expired(now):
                     return removed
-            with self._tx() as tx:
-                layout = tx.layout(name)
-                n, more = KvTable(tx, layout).sweep(now, self.sweep_batch(layout))
+            size = 0
+            try:
+                with self._tx() as tx:
+                    layout = tx.layout(name)
+                    size = self.sweep_batch(layout) if limit is None else limit
+                    n, more = KvTable(tx, layout).sweep(now, size)
+            except TransactionTooLargeError:
+                if size <= 1:
+                    raise
+                limit = size // 2
+                continue
             removed += n
             if not more:
                 return removed
