@@ -157,3 +157,50 @@ def test_a_cluster_with_raised_limits_takes_bigger_pieces(tmp_path: Path) -> Non
             assert p.admin.verify("items") == []
     finally:
         member.stop()
+
+
+def test_adding_an_index_to_a_big_table_builds_it_in_pieces(etcd_factory: Callable[..., Any]) -> None:
+    """An index added to 500 rows (500 entries, over one transaction): built in pieces
+    while the index is unused by reads, then in the spec; a migration does the same."""
+    p = etcd_factory()
+    plain = spi.TableSpec("items", ITEMS.fields, ITEMS.primary_key, changes=True)
+    p.admin.create(plain)
+    t = p.table("items")
+    t.load(_rows(500))
+    before = p.revision()
+    done = _kvctl("--url", p.url, "table", "alter", "items", "--add-index", "label")
+    assert done.returncode == 0, done.stderr
+    assert p.admin.get_spec("items").indexes == ("label",) and p.admin.verify("items") == []
+    assert t.count(where=spi.col("label") == "a3") == len([k for k in range(500) if k % 7 == 3])
+    assert list(p.changes("items", since=before)) == []  # no row changed: no event
+    from migrations import migrate
+    from migrations.model import Migration, Step
+
+    spec = p.admin.get_spec("items")
+    indexed = spi.TableSpec("items", spec.fields, spec.primary_key, ["label", "n"], changes=True)
+    assert migrate(p, [Migration(1, "index n", "x", (Step("create_or_update", spec=indexed),), "test")]) == [1]
+    assert p.admin.get_spec("items").indexes == ("label", "n") and p.admin.verify("items") == []
+
+
+def test_a_stopped_index_build_is_kept_up_and_finished_by_the_same_change(etcd_factory: Callable[..., Any]) -> None:
+    """Stopped after its first commit (the index building): writes keep its entries, reads
+    do not use it, and adding the index again builds and finishes it."""
+    from spi.kv import index_build
+    from spi.spec import plan_schema_change
+
+    p = etcd_factory()
+    plain = spi.TableSpec("items", ITEMS.fields, ITEMS.primary_key)
+    p.admin.create(plain)
+    t = p.table("items")
+    t.load(_rows(300))
+    wanted = spi.TableSpec("items", ITEMS.fields, ITEMS.primary_key, indexes=["label"])
+    with p.transaction() as tx:  # the build's first commit, by hand
+        index_build.start_build(tx, tx.layout("items"), wanted, plan_schema_change(plain, wanted))
+    t.upsert({"k": 7, "label": "moved", "n": 7, "blob": ""})
+    t.delete((8,))
+    assert p.admin.get_spec("items").indexes == ()
+    assert [r["k"] for r in t.scan(where=spi.col("label") == "moved")] == [7]
+    p.admin.create_or_update(wanted)
+    assert p.admin.get_spec("items").indexes == ("label",) and p.admin.verify("items") == []
+    assert [r["k"] for r in t.scan(where=spi.col("label") == "moved")] == [7]
+    assert t.count(where=spi.col("label") == "a0") == len([k for k in range(300) if k % 7 == 0 and k != 7])

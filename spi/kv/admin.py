@@ -9,6 +9,7 @@ from typing import Any
 
 from spi.codec import prefix_successor
 from spi.errors import SchemaError, TableExistsError, TableNotFoundError, TransactionTooLargeError
+from spi.kv import index_build
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import CATALOG, NEXT_ID, Layout, LayoutCache, catalog_key, pack, unpack
 from spi.kv.overwrite import exchange_rows
@@ -53,8 +54,27 @@ class KvAdmin(Admin):
             _create_in(tx, spec)
 
     def create_or_update(self, spec: TableSpec) -> None:
-        """Create, no-op for an equal spec, or apply a compatible change."""
+        """Create, no-op for an equal spec, or apply a compatible change (in one commit;
+        indexes added to a table too large for one commit of the store are built in
+        pieces: :mod:`spi.kv.index_build`)."""
         _check_spec(spec)
+        try:
+            self._create_or_update(spec)
+        except TransactionTooLargeError:
+            with self._tx() as tx:
+                old = tx.layout(spec.name)
+                change = plan_schema_change(old.spec, spec)
+                if not change.added_indexes:
+                    raise
+                tx.feed_touched = old.spec.changes
+                table_id, building = index_build.start_build(tx, old, spec, change)
+                piece = self.sweep_batch(old)
+            index_build.fill(self._tx, spec.name, table_id, building, piece)
+            with self._tx() as tx:
+                index_build.finish_build(tx, spec.name, table_id, building, spec)
+                tx.feed_touched = spec.changes
+
+    def _create_or_update(self, spec: TableSpec) -> None:
         with self._tx() as tx:
             if tx.get(catalog_key(spec.name)) is None:
                 _create_in(tx, spec)
@@ -65,7 +85,10 @@ class KvAdmin(Admin):
                 return
             tx.feed_touched = old.spec.changes  # its watchers look again
             layout = Layout(
-                spec.with_frozen(old.spec.frozen), old.columns + [f.name for f in change.added_fields], old.table_id
+                spec.with_frozen(old.spec.frozen),
+                old.columns + [f.name for f in change.added_fields],
+                old.table_id,
+                tuple(b for b in old.building if b not in spec.indexes),
             )
             for column in change.dropped_indexes:
                 tx.delete_prefix(old.index_prefix(column))
@@ -123,6 +146,12 @@ class KvAdmin(Admin):
         with self._tx() as tx:
             first, second = tx.layout(name), tx.layout(other)
             check_swappable(first.spec, second.spec)
+            for layout in (first, second):
+                if layout.building:
+                    raise SchemaError(
+                        f"table {layout.spec.name!r} has an index still being built ({', '.join(layout.building)}); "
+                        "add it again to finish it, then swap"
+                    )
             if first.spec.changes or second.spec.changes:
                 exchange_rows(tx, first, second)
                 return
@@ -142,7 +171,7 @@ class KvAdmin(Admin):
         with self._tx() as tx:
             old = tx.layout(name)
             if old.spec.frozen != frozen:
-                tx.save_layout(Layout(old.spec.with_frozen(frozen), old.columns, old.table_id))
+                tx.save_layout(Layout(old.spec.with_frozen(frozen), old.columns, old.table_id, old.building))
 
     def verify(self, name: str) -> list[str]:
         """Check every row decodes and every index entry matches its row (both ways)."""

@@ -196,7 +196,7 @@ class KvAutoCommitTable(AutoCommitTable):
         if known is None:
             return None
         spec = known[1].spec
-        if spec.changes or spec.indexes or spec.ttl is not None or spec.frozen:
+        if spec.changes or known[1].indexes or spec.ttl is not None or spec.frozen:
             return None
         return known
 

@@ -9,7 +9,9 @@ All keys are byte strings, compared unsigned:
   ``[[version, expires], value...]`` for a row that expires (``expires`` in µs since
   the epoch, UTC)
 - ``01 tid(4) 01 col(2) nullable-value key`` → empty: index entry of column ``col``
-  (its position in the layout); row and index entries change in one atomic commit
+  (its position in the layout); row and index entries change in one atomic commit (an
+  index being built, the catalog entry's ``building``, has entries for the rows written
+  since it started and those its pieces reached)
 - ``01 tid(4) 02 expires(8) key`` → empty: expiry entry of a row that expires (the
   sweep's work list, in expiry order), written and removed with the row
 - ``01 tid(4) 03`` → msgpack int: how many rows the table stores (expired ones not
@@ -78,12 +80,16 @@ def catalog_key(name: str) -> bytes:
 
 
 class Layout:
-    """How one table's rows are stored: column order and per-type value codecs."""
+    """How one table's rows are stored: column order and per-type value codecs.
 
-    def __init__(self, spec: TableSpec, columns: list[str], table_id: int) -> None:
+    ``building``: indexes being added in pieces (:mod:`spi.kv.index_build`), not in the
+    spec yet: writers keep their entries like any index's, readers never use them."""
+
+    def __init__(self, spec: TableSpec, columns: list[str], table_id: int, building: tuple[str, ...] = ()) -> None:
         self.spec = spec
         self.columns = columns
         self.table_id = table_id
+        self.building = building
         self.prefix = DATA + _U32.pack(table_id)
         self.row_prefix = self.prefix + ROWS
         self.expiry_prefix = self.prefix + EXPIRY
@@ -91,8 +97,10 @@ class Layout:
         self.key_types = spec.key_types
         self.encode_key = key_encoder(spec.key_types)
         self.timestamps = [c for c in columns if spec.type_of(c) is FieldType.TIMESTAMP]
-        self.index_ids = {c: columns.index(c) for c in spec.indexes}
-        self.indexes = [(c, self.index_prefix(c), nullable_encoder(spec.type_of(c))) for c in spec.indexes]
+        kept = (*spec.indexes, *building)
+        self.index_ids = {c: columns.index(c) for c in kept}
+        self.indexes = [(c, self.index_prefix(c), nullable_encoder(spec.type_of(c))) for c in kept]
+        """Every index the writers keep: the spec's and those being built."""
         self._encoders = {c: encoder for c, _, encoder in self.indexes}
         self._get_all = itemgetter(*columns) if len(columns) > 1 else lambda values: (values[columns[0]],)
         build = _dict_builder(len(columns))(*columns)
@@ -134,7 +142,7 @@ class Layout:
     @property
     def signature(self) -> tuple[Any, ...]:
         """What rows encoded for this layout depend on (see :mod:`spi.kv.bulk`)."""
-        return (self.table_id, tuple(self.columns), self.spec)
+        return (self.table_id, tuple(self.columns), self.spec, self.building)
 
     def load_preparer(self) -> KvLoadPreparer:
         """A new bulk-load preparer for this layout (see :mod:`spi.kv.bulk`)."""
@@ -180,13 +188,18 @@ class Layout:
 
     def catalog_entry(self) -> bytes:
         """The stored catalog entry of this layout (see :meth:`from_catalog_entry`)."""
-        return pack({"spec": self.spec.to_catalog(), "id": self.table_id, "layout": self.columns})
+        entry = {"spec": self.spec.to_catalog(), "id": self.table_id, "layout": self.columns}
+        if self.building:
+            entry["building"] = list(self.building)
+        return pack(entry)
 
     @classmethod
     def from_catalog_entry(cls, data: bytes) -> Layout:
         """The layout a catalog entry describes."""
         entry = unpack(data)
-        return cls(TableSpec.from_catalog(entry["spec"]), entry["layout"], entry["id"])
+        return cls(
+            TableSpec.from_catalog(entry["spec"]), entry["layout"], entry["id"], tuple(entry.get("building", ()))
+        )
 
 
 class LayoutCache:
