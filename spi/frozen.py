@@ -26,6 +26,7 @@ WRITES = (
     "compare_and_swap",
     "update_range",
     "delete_range",
+    "delete_every_row",
     "load",
     "_put",
     "_load_batch",

@@ -109,6 +109,14 @@ class KvAutoCommitTable(AutoCommitTable):
         commit(buffer, self._feed)
         return result
 
+    def delete_range(self, range: Range | None = None, *, where: Expr | None = None) -> int:
+        """See :meth:`AutoCommitTable.delete_range`; every row of a table goes in one
+        transaction that ends with it (:meth:`KvTable.delete_every_row`: the store's own
+        range deletion for a table without a change feed)."""
+        if where is None and (range is None or (range.start is None and range.end is None)):
+            return self._call(lambda t: t.delete_every_row() if isinstance(t, KvTable) else t.delete_range())
+        return super().delete_range(range, where=where)
+
     def _write(self, op: Callable[[TableBase], T]) -> T:
         """Run the single-key write ``op`` as :meth:`_call` does; while the store is idle
         and the table's layout is remembered for its generation (the everyday case),

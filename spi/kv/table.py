@@ -228,6 +228,24 @@ class KvTable(TableBase):
             prev = self._stored_bytes(old)
             self._events.append(delete_event(lay.row_prefix + enc, prev, OP_EXPIRE if expired else OP_DELETE))
 
+    def delete_every_row(self) -> int:
+        """Delete every row; how many were live. A table without a change feed goes by
+        the store's own range deletion (RocksDB ``DeleteRange``, etcd range deletes)
+        over its rows, index and expiry entries, without reading a row (the rows deleted
+        are the row counter's less the expired ones not swept yet). A buffer's range
+        deletes are not read back, so this is the last call of its transaction (the
+        auto-commit handle's ``delete_range()``)."""
+        scanner, lay = self._scanner, self._layout
+        stored = scanner.stored_count()
+        if self._events is not None or stored is None:  # a feed's events, or a table made before row counters
+            return self.delete_range()
+        expired = sum(1 for _ in self._buffer.keys(lay.expiry_prefix, lay.expired_bound(self._clock())))
+        for prefix in (lay.row_prefix, *(p for _, p, _ in lay.indexes), lay.expiry_prefix):
+            self._buffer.delete_prefix(prefix)
+        deltas = self._buffer.row_deltas
+        deltas[lay.count_key] = deltas.get(lay.count_key, 0) - stored
+        return stored - expired
+
     def sweep(self, now: int, limit: int) -> tuple[int, bool]:
         """Remove up to ``limit`` rows expired by ``now``: how many were removed, and
         whether there may be more."""

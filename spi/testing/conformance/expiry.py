@@ -190,6 +190,25 @@ class ExpiryTests:
         with provider.transaction() as tx:  # a transaction's reads too
             assert tx.table("orders").read(("eu", 1)) is None and tx.table("orders").count() == 3
 
+    def test_deleting_every_row_counts_the_live_ones(self, provider: Any, clock: ProviderClock) -> None:
+        """A whole-table delete (the store's own range deletion where it has one) counts
+        the live rows only, and leaves no index or expiry entry behind."""
+        provider.admin.create(ORDERS)
+        t = provider.table("orders")
+        t.load([{"region": "eu", "id": i, "status": f"s{i % 3}", "total": float(i)} for i in range(50)])
+        t.load([{"region": "us", "id": i, "status": "open"} for i in range(5)], ttl=SHORT)
+        t.load([{"region": "us", "id": i, "status": "open"} for i in range(5, 8)], ttl=LONG)
+        _wait_out(clock)
+        assert t.delete_range() == 53
+        assert t.count() == 0 and list(t.scan(where=col("status") == "open")) == []
+        assert provider.admin.verify("orders") == [] and t.delete_range() == 0
+        t.upsert({"region": "eu", "id": 1, "status": "s1"})
+        assert t.count() == 1 and [r["id"] for r in t.scan(where=col("status") == "s1")] == [1]
+        with provider.transaction() as tx:  # rows written in the same transaction count too
+            tx.table("orders").upsert({"region": "zz", "id": 1, "status": "new"})
+            assert tx.table("orders").delete_range() == 2 and tx.table("orders").count() == 0
+        assert t.count() == 0 and provider.admin.verify("orders") == []
+
     def test_an_expired_row_is_gone_for_every_write(self, provider: Any, clock: ProviderClock) -> None:
         provider.admin.create(COUNTERS)
         t = provider.table("counters")
