@@ -314,16 +314,17 @@ def load(
     ttl: int | float | None = None,
 ) -> int:
     """Pass 2: load the spooled rows in batches (expiring after ``ttl`` seconds, None:
-    the table's ttl); errors say how many rows were written."""
+    the table's ttl); an error names the input line of its row, and says so when
+    nothing was written (``progress`` counts what was: :mod:`kvctl.partway`)."""
     rows = spool.rows()
     try:
         return int(table.load(rows, mode=mode, batch_size=batch_size, progress=progress, ttl=ttl))
     except spi.KvError as exc:
-        written = exc.rows_written or 0
         line = None if exc.row_index is None else spool.line_of(exc.row_index)
         where = f"{source} line {line}: " if line is not None else ""
         message = str(exc).removeprefix(f"row {exc.row_index}: ")
-        detail = f"{where}{message} ({written} row{'s' if written != 1 else ''} written before the failure)"
+        nothing = not exc.rows_written and "nothing was written" not in message
+        detail = f"{where}{message}{'; nothing was written' if nothing else ''}"
         if isinstance(exc, spi.RowExistsError):
             raise NotDone(detail) from None
         exc.args = (detail,)

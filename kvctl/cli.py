@@ -7,8 +7,11 @@ Every failure ends as one ``error: ...`` line on stderr and an exit code (see
 from __future__ import annotations
 
 import gc
+import logging
 import os
+import signal
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -17,11 +20,13 @@ from typer import Abort, Exit, TyperException
 
 from kvctl import __version__
 from kvctl.commands import COMMANDS, load_command
-from kvctl.errors import INTERRUPTED, report
+from kvctl.errors import INTERNAL, exit_code_for, on_sigterm, report, terminated
 from kvctl.groups import HelpGroup
 from kvctl.logs import log_to_stderr
 from kvctl.output import OutputFormat
-from kvctl.state import State, get_state
+from kvctl.state import ARGV, State, get_state
+
+log = logging.getLogger(__name__)
 
 
 class KvctlGroup(HelpGroup):
@@ -40,10 +45,21 @@ class KvctlGroup(HelpGroup):
             self.add_command(command, name)
         return command
 
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        """The root context, holding the command line's arguments in ``ctx.meta``."""
+        argv = list(args)
+        ctx = super().make_context(info_name, args, parent, **extra)
+        ctx.meta[ARGV] = argv
+        return ctx
+
     def invoke(self, ctx: Any) -> Any:
-        """Run the command; report errors as one line unless ``--debug``."""
+        """Run the command; report errors as one line (``--debug``: after the
+        traceback). An internal error (a bug) is logged too."""
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            if terminated():  # the command ended on its own (the dashboard quits on SIGTERM)
+                raise KeyboardInterrupt
+            return result
         except (Exit, Abort, TyperException):
             raise
         except BrokenPipeError:
@@ -52,8 +68,11 @@ class KvctlGroup(HelpGroup):
         except KeyboardInterrupt as exc:
             raise Exit(report(exc)) from None
         except Exception as exc:
-            if isinstance(ctx.obj, State) and ctx.obj.debug:
-                raise
+            debug = isinstance(ctx.obj, State) and ctx.obj.debug
+            if exit_code_for(exc) == INTERNAL:
+                log.error("internal error: %s: %s", type(exc).__name__, exc, exc_info=exc if debug else None)
+            elif debug:
+                traceback.print_exception(exc)
             raise Exit(report(exc)) from None
         finally:
             if isinstance(ctx.obj, State):
@@ -76,8 +95,8 @@ class KvctlGroup(HelpGroup):
             hint = f" (see '{where.command_path} --help')" if where is not None else ""
             print(f"error: {exc.format_message()}{hint}", file=sys.stderr)
             code = exc.exit_code
-        except Abort:
-            code = INTERRUPTED
+        except Abort:  # Ctrl-C (or SIGTERM) outside a command
+            code = exit_code_for(KeyboardInterrupt())
         if standalone_mode:
             sys.exit(code)
         return code
@@ -147,4 +166,5 @@ def main() -> None:
     # little cyclic garbage: a young collection every 700 allocations cost 10-20 ms of
     # a 200,000-row scan. Cycles are still collected, every 50,000 allocations.
     gc.set_threshold(50_000)
+    signal.signal(signal.SIGTERM, on_sigterm)  # handled as Ctrl-C is, then exit 143
     typer.main.get_command(app).main(prog_name="kvctl")

@@ -248,6 +248,21 @@ def resolve(
     return Settings(f"rocksdb://{default_store(env)}", "default", None, None, path, why)
 
 
+def store_url(word: str, given_by: str, *, config: str | None, env: Mapping[str, str] | None = None) -> str:
+    """The URL a store argument (``copy``'s ``SRC``/``DST``, ``diff``'s) names.
+
+    A word holding ``:`` is a provider URL, taken as is; any other word is the name of
+    a profile of the config file (``config``: the ``--config`` flag, else found as for
+    ``--profile``), its ``password_env`` applied and relative ``rocksdb:`` paths taken
+    from the file's folder. An unknown name, or no config file, is a
+    :class:`ConfigError` naming ``given_by`` (``argument SRC``) and listing the profiles.
+    """
+    if ":" in word:
+        return word
+    env = os.environ if env is None else env
+    return _from_profile(word, given_by, config, env, need_password=True).url
+
+
 def _config_only(config: str | None, env: Mapping[str, str]) -> tuple[None, None, Path | None, str | None]:
     path, why = find_config_file(config, env)
     return None, None, path, why

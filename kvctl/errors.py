@@ -1,19 +1,27 @@
 """How kvctl reports failures: one ``error:`` line on stderr and an exit code.
 
 Exit codes (CLI.md): 0 ok, 1 the operation did not happen, 2 bad usage / input /
-config / incompatible schema change, 3 provider unavailable, 130 interrupted.
+config / incompatible schema change, 3 provider unavailable, 4 an internal error (a
+bug), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM, handled as Ctrl-C is).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from types import FrameType
 
 from spi import errors as spi_errors
 
 NOT_DONE = 1
 USAGE = 2
 UNAVAILABLE = 3
+INTERNAL = 4
 INTERRUPTED = 130
+TERMINATED = 143
+
+_terminated = threading.Event()  # set by the SIGTERM handler
 
 _USAGE_ERRORS = (
     spi_errors.SchemaError,
@@ -42,31 +50,54 @@ class NotDone(CliError):
         super().__init__(message, NOT_DONE)
 
 
+def on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """The SIGTERM handler: whatever handles Ctrl-C now does (Python's, Spark's that
+    cancels its jobs first, asyncio's that cancels the dashboard's loop), and the
+    interrupt then exits 143 saying ``terminated``."""
+    _terminated.set()
+    handler = signal.getsignal(signal.SIGINT)
+    if not callable(handler):  # SIGINT ignored or left to the system
+        raise KeyboardInterrupt
+    handler(signal.SIGINT, frame)
+
+
+def terminated() -> bool:
+    """Whether SIGTERM arrived (a command that then ends on its own still exits 143)."""
+    return _terminated.is_set()
+
+
 def exit_code_for(exc: BaseException) -> int:
     """The exit code of an exception: 1 (not done) for the SPI's not-found, exists, version,
-    conflict and frozen-table errors, and for anything unexpected."""
+    conflict and frozen-table errors and the system's (a file, the disk), 4 for a bug."""
     if isinstance(exc, CliError):
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
-        return INTERRUPTED
+        return TERMINATED if _terminated.is_set() else INTERRUPTED
     if isinstance(exc, spi_errors.ProviderUnavailableError):
         return UNAVAILABLE
     if isinstance(exc, _USAGE_ERRORS):
         return USAGE
-    return NOT_DONE
+    if isinstance(exc, (spi_errors.KvError, OSError)):
+        return NOT_DONE
+    return INTERNAL  # not kvctl's, the SPI's or the system's: a bug
 
 
 def message_for(exc: BaseException) -> str:
-    """The one-line message of an exception (unexpected ones name their type); a
-    missing table's ends with the command that lists the tables."""
+    """The one-line message of an exception (an internal error names its type and says
+    how to report it); a missing table's ends with the command that lists the tables."""
     if isinstance(exc, (CliError, spi_errors.KvError)):
         text = str(exc)
         if isinstance(exc, spi_errors.TableNotFoundError) and "kvctl " not in text and "; " not in text:
             text = f"{text} {TABLE_LIST_HINT}"
     elif isinstance(exc, KeyboardInterrupt):
-        text = "interrupted"
+        text = "terminated" if _terminated.is_set() else "interrupted"
+    elif isinstance(exc, OSError):
+        text = str(exc)
     else:
-        text = f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)"
+        text = (
+            f"internal error (a bug in kvctl): {type(exc).__name__}: {exc}; please report it to the kvctl "
+            "maintainers with what this command, rerun with --debug, prints (the traceback)"
+        )
     return " ".join(text.split()) or type(exc).__name__
 
 

@@ -55,18 +55,18 @@ def no_feed(table: str) -> str:
     return f"table {table!r} does not record a change feed; `kvctl table alter {table} --changes` turns it on"
 
 
-def line_output(ctx: typer.Context, output: OutputFormat | str | None, command: str | None = None) -> OutputFormat:
-    """The ``-o`` of a command that prints JSON lines (``command``, default its
-    name): ``json`` or ``ndjson`` (the default, whatever the terminal); any other
-    format given is bad usage (exit 2)."""
+def line_output(ctx: typer.Context, output: OutputFormat | str | None, command: str | None = None) -> None:
+    """Check the ``-o`` of a command that prints compact JSON lines, one event a line
+    (``command``, default its name): none, ``ndjson`` or ``json`` (both print the same
+    lines, so the output always pipes into ``kvctl apply``); any other format given is
+    bad usage (exit 2)."""
     chosen = output or get_state(ctx).output
-    if chosen is None:
-        return OutputFormat.ndjson
-    chosen = OutputFormat(chosen)
-    if chosen not in (OutputFormat.json, OutputFormat.ndjson):
+    if chosen is not None and OutputFormat(chosen) not in (OutputFormat.json, OutputFormat.ndjson):
         name = command or ctx.info_name
-        raise CliError(f"{name} prints JSON lines: -o json or -o ndjson, not -o {chosen.value}")
-    return chosen
+        raise CliError(
+            f"{name} prints JSON lines, one event a line: -o json or -o ndjson (the same lines), "
+            f"not -o {OutputFormat(chosen).value}"
+        )
 
 
 def parse_ops(text: str | None) -> list[str] | None:

@@ -30,10 +30,13 @@ from operator import attrgetter
 
 import spi
 from kvctl.errors import NotDone
+from kvctl.partway import Tally
 from kvctl.replay import Target, apply_revision
 
 LAG_EVERY = 1.0
 """Seconds between two lag lines while behind (and how long behind before the first)."""
+CAUGHT_UP_EVERY = 10.0
+"""Seconds at least between two unchanged caught-up lines."""
 RECORD_EVERY = 10.0
 """Seconds between records of positions moved on only by revisions that touched no
 followed table (so a quiet table's resume point keeps up with the feed's retention)."""
@@ -82,33 +85,76 @@ class _Waker:
 
 
 class _Lag:
-    """The ``lag:`` lines on stderr: while the oldest unapplied commit is more than
-    :data:`LAG_EVERY` old, one every :data:`LAG_EVERY` seconds; ``lag: 0`` on each
-    catching up after applying something (and on the first)."""
+    """The ``lag:`` lines on stderr, each after the local time: while the oldest
+    unapplied commit is more than :data:`LAG_EVERY` old, one at least every
+    :data:`LAG_EVERY` seconds (from a thread of its own, so a long revision or read
+    does not hold them up); ``lag: 0 revisions, 0 s`` on catching up: on the first
+    round, after a line saying it was behind, and (within :data:`CAUGHT_UP_EVERY`
+    seconds) after applying something, the same line at most every
+    :data:`CAUGHT_UP_EVERY` seconds."""
+
+    _TICK = 0.05
 
     def __init__(self, source: spi.Provider) -> None:
         self._source = source
-        self._printed = 0.0
-        self._quiet = False  # nothing applied since the last "lag: 0"
+        self._lock = threading.Lock()
+        self._behind: tuple[int, dt.datetime] | None = None  # (last applied, oldest unapplied commit)
+        self._printed = 0.0  # when the last line was printed
+        self._caught_up = 0.0  # when the last caught-up line was printed (0: not the last line)
+        self._unsaid = False  # applied something since the last caught-up line
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, daemon=True, name="lag")
+        self._thread.start()
 
     def behind(self, applied: int, oldest: dt.datetime) -> None:
         """About to apply the commit at ``oldest``, the last one applied being ``applied``."""
-        self._quiet = False
-        now = time.monotonic()
-        age = (dt.datetime.now(dt.UTC) - oldest).total_seconds()
-        if age >= LAG_EVERY and now - self._printed >= LAG_EVERY:
-            _say(f"lag: {max(1, self._source.revision() - applied)} revisions, {int(age)} s")
-            self._printed = now
+        with self._lock:
+            self._behind = (applied, oldest)
+        self._report()
 
-    def caught_up(self) -> None:
-        """Every revision committed before this round was applied."""
-        if not self._quiet:
-            _say("lag: 0 revisions, 0 s")
-        self._quiet = True
+    def caught_up(self, applied_any: bool) -> None:
+        """Every revision committed before this round was applied (``applied_any``:
+        some of this round's)."""
+        with self._lock:
+            self._behind = None
+            self._unsaid = self._unsaid or applied_any
+            now = time.monotonic()
+            if self._caught_up == 0.0 or (self._unsaid and now - self._caught_up >= CAUGHT_UP_EVERY):
+                _say("lag: 0 revisions, 0 s")
+                self._printed = self._caught_up = now
+                self._unsaid = False
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self._TICK):
+            self._report()
+
+    def _report(self) -> None:
+        """A lag line, if behind by more than :data:`LAG_EVERY` and none was printed
+        in the last :data:`LAG_EVERY` seconds (less a tick, so lines are never further apart)."""
+        with self._lock:
+            behind, printed = self._behind, self._printed
+        if behind is None:
+            return
+        age = (dt.datetime.now(dt.UTC) - behind[1]).total_seconds()
+        if age < LAG_EVERY or time.monotonic() - printed < LAG_EVERY - 2 * self._TICK:
+            return
+        try:
+            revisions = max(1, self._source.revision() - behind[0])
+        except spi.KvError:  # the store is gone: the follower says so
+            return
+        with self._lock:
+            if self._behind is behind and self._printed == printed:  # still behind, and no line since
+                _say(f"lag: {revisions} revisions, {int(age)} s")
+                self._printed, self._caught_up = time.monotonic(), 0.0
+
+    def close(self) -> None:
+        """Stop the thread."""
+        self._stop.set()
+        self._thread.join()
 
 
 def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    print(time.strftime("%H:%M:%S ") + line, file=sys.stderr, flush=True)
 
 
 def follow(
@@ -116,13 +162,15 @@ def follow(
     destination: spi.Provider,
     targets: dict[str, Target],
     positions: dict[str, int],
+    tally: Tally,
     *,
     until_caught_up: bool,
 ) -> None:
     """Apply the events of the source tables (the keys of ``targets``, each going to
-    its target) after each one's applied position in ``positions``, until interrupted
-    or, ``until_caught_up``, until every revision committed before it caught up is
-    applied. A compacted resume point: exit 1."""
+    its target) after each one's applied position in ``positions``, counting the
+    revisions applied in ``tally``, until interrupted or, ``until_caught_up``, until
+    every revision committed before it caught up is applied. A compacted resume
+    point: exit 1."""
     tables = list(targets)
     done = min(positions.values())  # every followed event up to here is applied
     recorded = dict(positions)
@@ -134,18 +182,22 @@ def follow(
             waker.signal.clear()
             waker.check()
             current = source.revision()
+            applied_any = False
             for revision, group in _revisions(source, tables, done):
                 lag.behind(done, group[0].time)
                 due = [(targets[e.table], e) for e in group if revision > positions[e.table]]
                 if due:
-                    apply_revision(destination, revision, due)
+                    with tally.committing():
+                        if apply_revision(destination, revision, due):
+                            tally.applied()
+                    applied_any = True
                     for target, _ in due:
                         positions[target.table] = recorded[target.table] = revision
                 done = revision
             done = max(done, current)
             for table in tables:
                 positions[table] = max(positions[table], done)
-            lag.caught_up()
+            lag.caught_up(applied_any)
             stale = [targets[t] for t in tables if recorded[t] < done]
             if stale and (until_caught_up or time.monotonic() - last_record >= RECORD_EVERY):
                 apply_revision(destination, done, [], stale)
@@ -155,6 +207,7 @@ def follow(
                 return
             waker.signal.wait(LAG_EVERY)
     finally:
+        lag.close()
         waker.close()
 
 

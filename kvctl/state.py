@@ -40,6 +40,11 @@ class State:
             self._settings = config.resolve(url=self.url, profile=self.profile, config=self.config_file)
         return self._settings
 
+    def store_url(self, word: str, given_by: str) -> str:
+        """The URL a store argument (``copy SRC DST``) names: a URL, or a profile of
+        the config file this invocation uses (see :func:`kvctl.config.store_url`)."""
+        return config.store_url(word, given_by, config=self.config_file)
+
     def provider(self, *, create: bool, memory_warning: bool = True) -> spi.Provider:
         """The connected provider (connected once, closed when the command ends).
 
@@ -81,3 +86,12 @@ def get_state(ctx: typer.Context) -> State:
     if not isinstance(obj, State):  # a command invoked without the root callback (tests)
         obj = ctx.find_root().obj = State()
     return obj
+
+
+ARGV = "kvctl.argv"
+"""The ``ctx.meta`` key under which the root command keeps the command line's arguments."""
+
+
+def command_line(ctx: typer.Context) -> list[str]:
+    """The arguments this invocation was started with (after ``kvctl``)."""
+    return list(ctx.meta.get(ARGV, []))

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from spi.aggregate import Group
     from spi.changes import Change, Progress
+    from spi.checksum import Checksum, Segment
     from spi.filters import Expr
     from spi.keys import KeyLike, Range
     from spi.primitives import ColumnBatch
@@ -219,6 +220,30 @@ class Table(Protocol):
     ) -> list[Group]:
         """Row counts per group of ``group_by`` values and statistics of ``columns``
         (see :mod:`spi.aggregate`)."""
+
+    def checksum(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        versions: bool = False,
+    ) -> Checksum:
+        """The (count, sum of row hashes) of the matching rows, hashing their key,
+        ``columns`` (default: every other column) and with ``versions`` their version,
+        equal across providers for equal rows (see :mod:`spi.checksum`)."""
+
+    def segments(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        versions: bool = False,
+        size: int = 10_000,
+    ) -> list[Segment]:
+        """The matching rows in key order cut into runs of ``size`` rows: each run's
+        first key and checksum (see :mod:`spi.checksum`)."""
 
     def split(self, n: int) -> list[Range]:
         """About ``n`` disjoint ranges of similar row counts covering the table."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from spi.aggregate import Group
 from spi.changes import Change, Progress, no_change_feeds
+from spi.checksum import SEGMENT_ROWS, Checksum, Segment
 from spi.errors import ConflictError, InvalidFieldError, TableNotFoundError
 from spi.filters import Expr
 from spi.keys import KeyLike, Range
@@ -477,6 +478,31 @@ class AutoCommitTable:
         """See :meth:`spi.aggregate.Aggregates.aggregate` (one consistent read)."""
         grouped, stats = list(group_by), list(columns)
         return self._read(lambda t: t.aggregate(range, where=where, group_by=grouped, columns=stats))
+
+    def checksum(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        versions: bool = False,
+    ) -> Checksum:
+        """See :meth:`spi.checksum.Checksums.checksum` (one consistent read)."""
+        cols = None if columns is None else list(columns)
+        return self._read(lambda t: t.checksum(range, where=where, columns=cols, versions=versions))
+
+    def segments(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        columns: Iterable[str] | None = None,
+        versions: bool = False,
+        size: int = SEGMENT_ROWS,
+    ) -> list[Segment]:
+        """See :meth:`spi.checksum.Checksums.segments` (one consistent read)."""
+        cols = None if columns is None else list(columns)
+        return self._read(lambda t: t.segments(range, where=where, columns=cols, versions=versions, size=size))
 
     def split(self, n: int) -> list[Range]:
         """See :meth:`TableBase.split`."""

@@ -2,10 +2,11 @@
 
 A provider subclasses :class:`TableBase` and implements the primitives (``_get``, ``_put``,
 ``_remove``, ``_scan``, ``_split`` and ``_explain``; ``_count``, ``_get_many``, ``_scan_rows``,
-``_scan_batches``, ``_scan_arrow``, ``_load_preparer``, ``_load_batch``, ``_load_kept`` and
-``_aggregate`` (:mod:`spi.aggregate`) have generic defaults built on them). Every public
-operation — validation, versions, conditions, defaults, increments, compare-and-swap, range
-writes, bulk load batching, pagination tokens, multi-range merges — is implemented here.
+``_scan_batches``, ``_scan_arrow``, ``_load_preparer``, ``_load_batch``, ``_load_kept``,
+``_aggregate``, ``_checksum`` and ``_segments`` (:mod:`spi.aggregate`, :mod:`spi.checksum`)
+have generic defaults built on them). Every public operation — validation, versions,
+conditions, defaults, increments, compare-and-swap, range writes, bulk load batching,
+pagination tokens, multi-range merges — is implemented here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from spi.aggregate import Aggregates
+from spi.checksum import Checksums
 from spi.errors import InvalidFieldError, RowExistsError, RowNotFoundError, VersionMismatchError
 from spi.filters import Expr, bind
 from spi.kept import load_kept
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-class TableBase(Aggregates, ABC):
+class TableBase(Aggregates, Checksums, ABC):
     """One table inside one transaction: the public SPI operations."""
 
     def __init__(self, spec: TableSpec) -> None:

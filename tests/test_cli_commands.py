@@ -215,7 +215,7 @@ def test_bulk_put_formats(kv: Kvctl, tmp_path: Path) -> None:
     assert kv.ok("put", "orders", "--file", "-", input='[{"region": "xx", "id": 2}]').out == "1\n"
     # --mode insert on an existing key: exit 1 naming the key; replace resets unset columns
     res = kv("put", "orders", "--file", str(tmp_path / "c.json"), "--mode", "insert")
-    assert res.code == 1 and "key region=ap id=1 " in res.err and "0 rows written" in res.err
+    assert res.code == 1 and "key region=ap id=1 " in res.err and "nothing was written" in res.err
     kv.ok("put", "orders", "--file", str(tmp_path / "c.json"), "--mode", "replace")
     assert ndjson(kv.ok("get", "orders", "region=ap", "id=2", "--versions").out)[0]["_version"] == 2
 

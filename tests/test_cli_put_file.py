@@ -246,11 +246,13 @@ def test_insert_of_a_taken_key_names_its_line(kv: Kvctl, tmp_path: Path) -> None
     (tmp_path / "a.csv").write_text('region,id,status\neu,4,"x\ny"\neu,5,z\n')
     res = kv("put", "orders", "--file", str(tmp_path / "a.csv"), "--mode", "insert", "--batch-size", "1")
     assert_one_error(res, 1)
-    assert "a.csv line 4: " in res.err and "region=eu id=5" in res.err and "(1 row written" in res.err
+    assert "a.csv line 4: " in res.err and "region=eu id=5" in res.err and "; 1 of 2 rows written; " in res.err
     (tmp_path / "b.csv").write_text("region,id,status,total,data,ts\nus,1,a,,,\nus,2,b,,,\nus,1,c,,,\n")
     res = kv("put", "orders", "--file", str(tmp_path / "b.csv"), "--mode", "insert")
     assert_one_error(res, 1)
-    assert "b.csv line 4: " in res.err and "region=us id=1 appears twice" in res.err and "(0 rows written" in res.err
+    assert (
+        "b.csv line 4: " in res.err and "region=us id=1 appears twice" in res.err and "; nothing was written" in res.err
+    )
 
 
 def test_validated_rows_are_validated_again_for_another_spec() -> None:

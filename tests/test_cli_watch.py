@@ -95,8 +95,8 @@ def test_revision_changes_and_their_shape(url: str) -> None:
     assert res.lines() == [compact(put), compact(delete)]  # compact lines: no spaces
     assert events(kv(url, "changes")) == [put, delete]  # every change-fed table
     assert events(kv(url, "changes", "o", "--since", "1")) == [delete]
-    array = kv(url, "changes", "o", "-o", "json")
-    assert json.loads(array.out) == [put, delete] and array.out == compact([put, delete]) + "\n"
+    same = kv(url, "changes", "o", "-o", "json")  # -o json prints the same lines (they pipe into apply)
+    assert same.out == res.out
 
 
 def test_changes_pages_end_at_a_revision_and_say_how_to_continue(url: str) -> None:
@@ -131,7 +131,7 @@ def test_compact(url: str) -> None:
     assert [e["revision"] for e in events(kv(url, "changes"))] == [3, 4]
     kv(url, "put", "o", json.dumps({"id": 9}))
     assert kv(url, "changes", "compact", "--before", "5", "--yes").code == 0
-    assert [e["key"]["id"] for e in json.loads(kv(url, "changes", "o", "-o", "json").out)] == [9]
+    assert [e["key"]["id"] for e in events(kv(url, "changes", "o", "-o", "json"))] == [9]
     page = kv(url, "changes", "o", "--limit", "1")
     assert page.code == 0 and page.err == "" and [e["revision"] for e in events(page)] == [5]
 

@@ -271,7 +271,7 @@ def test_overwrite_of_a_change_fed_table_records_its_events(tmp_path: Path) -> N
     assert snapshot(dst)["big"][1] == snapshot(src)["big"][1] and staging_tables(dst) == []
     res = Kvctl(dst)("changes", "big", "--since", str(before), "-o", "json")
     assert res.code == 0, res
-    events = json.loads(res.out)
+    events = [json.loads(line) for line in res.lines()]
     assert {e["revision"] for e in events} == {before + 1}
     assert [(e["op"], e["key"]["id"]) for e in events] == [("put", i) for i in range(50)] + [
         ("delete", i) for i in range(50, 70)

@@ -105,7 +105,7 @@ def test_follow_a_writer_kill_and_resume(
     _fill(src)
     follower = kvctl_process("copy", src, dst, "things", "counts", "--follow")
     try:
-        _wait_for_line(follower.stderr, r"^lag: 0 revisions, 0 s$", follower)  # copied and caught up
+        _wait_for_line(follower.stderr, r"^\d\d:\d\d:\d\d lag: 0 revisions, 0 s$", follower)  # copied and caught up
         start, dst_start = _revision(src), _revision(dst)
         writer = subprocess.Popen(
             [sys.executable, "-c", WRITER, src, "300"],
@@ -133,7 +133,7 @@ def test_follow_a_writer_kill_and_resume(
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.splitlines() == ['{"table":"things","rows":0}', '{"table":"counts","rows":0}']
     assert "copied before; following from revision" in resumed.stderr
-    assert resumed.stderr.splitlines()[-1] == "lag: 0 revisions, 0 s"
+    assert re.fullmatch(r"\d\d:\d\d:\d\d lag: 0 revisions, 0 s", resumed.stderr.splitlines()[-1])
     assert _state(dst) == _state(src)  # rows, versions and expiry
     # Every source event after the copy is in the destination's feed once, in order: nothing missed or repeated.
     assert _events(dst, dst_start) == _events(src, start)
@@ -150,7 +150,7 @@ def test_lag_lines_while_behind(tmp_path: Path) -> None:
             counts.increment((f"c{i % 9}",), "n", 1)
     time.sleep(LAG_EVERY + 0.1)  # the oldest unapplied commit is now more than a second old
     res = kv.ok("copy", src, dst, "--all", "--follow", "--until-caught-up", *APPEND)
-    lags = [line for line in res.err.splitlines() if line.startswith("lag:")]
+    lags = [line[9:] for line in res.err.splitlines() if re.match(r"\d\d:\d\d:\d\d lag: ", line)]  # after the time
     assert lags[-1] == "lag: 0 revisions, 0 s"
     behind = [line for line in lags[:-1] if re.fullmatch(r"lag: \d+ revisions, \d+ s", line)]
     assert behind and int(behind[0].split()[1]) > 0, res.err
@@ -217,7 +217,7 @@ def test_cut_over_freeze_drain_and_compare(tmp_path: Path, request: pytest.Fixtu
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     try:
-        _wait_for_line(follower.stderr, r"^lag: 0 revisions, 0 s$", follower)
+        _wait_for_line(follower.stderr, r"^\d\d:\d\d:\d\d lag: 0 revisions, 0 s$", follower)
         _wait_for_line(writer.stdout, r"^100$", writer)  # writing while followed
         for table in ("things", "counts"):
             Kvctl(src).ok("table", "freeze", table)

@@ -544,10 +544,11 @@ def test_create_false_needs_an_existing_schema(pg_server: Any, pg_factory: Calla
     url = f"{pg_server.url}{sep}schema=kvctl_never_made"
     with spi.connect(url, create=False) as p:  # connects lazily: the check is on first use
         with pytest.raises(UrlError, match=r"PostgreSQL schema 'kvctl_never_made' at .* holds no kvctl tables") as e:
-            p.admin.list_tables()
+            p.admin.get_spec("t")
         assert "nothing was created" in str(e.value) and "\n" not in str(e.value)
         with pytest.raises(UrlError):
             p.table("t").read((1,))
+        assert p.admin.list_tables() == []  # an empty store: no tables, nothing created
     with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
         row = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'kvctl_never_made'").fetchone()
     assert row == (0,)

@@ -96,7 +96,8 @@ def test_import_overwrite_needs_yes(spark: Any, url: str, tmp_path: Path) -> Non
         (["export", "missing", "--out", "x"], 1, "missing"),
         (["export", "items", "--out", "x", "--where", "nope = 1"], 2, "nope"),
         (["import", "items", "--in", "nowhere.parquet"], 2, "does not exist"),
-        (["import", "items", "--in", "x", "--create"], 2, "--pk"),
+        (["import", "fresh", "--in", ".", "--format", "parquet", "--create"], 2, "--pk"),
+        (["import", "items", "--in", "x.csv", "--pk", "id"], 2, "--create"),
         (["import", "missing", "--in", "x"], 1, "--create"),
     ],
 )

@@ -24,6 +24,7 @@ from kvctl.errors import CliError
 from kvctl.groups import Command
 from kvctl.inputs import open_input
 from kvctl.output import print_value
+from kvctl.partway import Tally, reporting, rerun
 from kvctl.replay import Event, Target, apply_revision
 from kvctl.state import get_state
 from spi import applied
@@ -67,17 +68,24 @@ def apply(
     provider = get_state(ctx).provider(create=True)
     spec = provider.admin.get_spec(table)
     applied.ensure_table(provider)
-    done = 0
+    tally = Tally(revisions=0)
+    again = " with the same input" if file == "-" else ""
     stream = open_input(file)
     try:
-        for revision, events in _revisions(spec, stream, source):
-            done += apply_revision(provider, revision, events)
+        with reporting(
+            tally, lambda: f"to finish (revisions applied are skipped{again}): {rerun(ctx)}", keep=(BadLine,)
+        ):
+            for revision, events in _revisions(spec, stream, source):
+                with tally.committing():
+                    if apply_revision(provider, revision, events):
+                        tally.applied()
     except BadLine as exc:
+        done = tally.revisions or 0
         before = "nothing was applied" if done == 0 else f"the {done} revisions before it were applied"
         raise CliError(f"line {exc.number}: {exc}; {before}, nothing from that line on") from None
     finally:
         stream.close()
-    print_value(done)
+    print_value(tally.revisions or 0)
 
 
 def _revisions(spec: spi.TableSpec, lines: Iterator[str], source: str | None) -> Iterator[tuple[int, list[Event]]]:

@@ -1,4 +1,5 @@
-"""``kvctl copy SRC_URL DST_URL [TABLE... | --all]``: tables from one store to another.
+"""``kvctl copy SRC_URL DST_URL [TABLE... | --all]``: tables from one store to another
+(each store a URL or a config profile's name, :meth:`kvctl.state.State.store_url`).
 
 Each table's spec (created on the destination when missing) and its rows with their
 versions, read page by page from the source (a short transaction each, so writers of
@@ -15,6 +16,7 @@ append`` copies no table whose position was recorded and resumes after it.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -27,6 +29,7 @@ from kvctl.errors import CliError, NotDone
 from kvctl.feeds import check_feeds, no_feed
 from kvctl.groups import Command
 from kvctl.output import RowPrinter
+from kvctl.partway import Tally, reporting, rerun
 from kvctl.replay import Target
 from kvctl.state import get_state
 from spi import applied
@@ -51,10 +54,16 @@ def _table_names(names: list[str] | None) -> list[str] | None:
 def copy(
     ctx: typer.Context,
     src_url: Annotated[
-        str, typer.Argument(metavar="SRC_URL", help="The store to copy from (a provider URL).", show_default=False)
+        str,
+        typer.Argument(
+            metavar="SRC_URL", help="The store to copy from: a provider URL or a profile name.", show_default=False
+        ),
     ],
     dst_url: Annotated[
-        str, typer.Argument(metavar="DST_URL", help="The store to copy into (a provider URL).", show_default=False)
+        str,
+        typer.Argument(
+            metavar="DST_URL", help="The store to copy into: a provider URL or a profile name.", show_default=False
+        ),
     ],
     tables: Annotated[
         list[str] | None,
@@ -86,6 +95,9 @@ def copy(
 ) -> None:
     """Copy tables (specs, rows and versions) between two stores; prints the rows copied per table.
 
+    SRC_URL and DST_URL are each a provider URL or the name of a profile of the config
+    file (a word without ':'; its password_env applies).
+
     A provider swap, a backup into a rocksdb: path or a restore from one. A missing
     destination table is created with the source's spec; an existing one keeps its
     spec, which must take the source's rows (exit 2 otherwise). The change history
@@ -101,7 +113,9 @@ def copy(
     if until_caught_up and not follow:
         raise CliError("--until-caught-up goes with --follow")
     bulk.check_batch_size(batch_size)
-    fmt = get_state(ctx).output_format(output)
+    state = get_state(ctx)
+    fmt = state.output_format(output)
+    src_url, dst_url = state.store_url(src_url, "argument SRC_URL"), state.store_url(dst_url, "argument DST_URL")
     with spi.connect(src_url, create=False) as source, spi.connect(dst_url) as destination:
         if source.store_id == destination.store_id:
             raise CliError(f"the source and the destination are the same store ({source.store_id}); nothing was copied")
@@ -113,26 +127,41 @@ def copy(
         targets = {p.spec.name: Target(p.spec.name, f"{p.spec.name}@{source.store_id}") for p in plans}
         positions: dict[str, int] = {}
         printer = RowPrinter(fmt, ["table", "rows"])
-        try:
-            for plan in plans:
-                target = targets[plan.spec.name]
-                resume = applied.position(destination, target.table, target.source) if follow and plan.exists else None
-                if resume is not None and mode == "append":
-                    print(f"{target.table}: copied before; following from revision {resume}", file=sys.stderr)
-                    positions[target.table] = resume
-                    printer.add({"table": target.table, "rows": 0})
-                    continue
-                rows = _copy_table(source, destination, plan, mode, batch_size)
-                if follow:
-                    _record(destination, target, start)
-                    positions[target.table] = start
-                printer.add({"table": plan.spec.name, "rows": rows})
-        finally:
-            printer.close()
-        if follow:
-            from kvctl.follow import follow as follow_changes
+        tally = Tally()
+        with reporting(tally, lambda: _finish(ctx, mode, tally)):
+            try:
+                for plan in plans:
+                    target = targets[plan.spec.name]
+                    resume = (
+                        applied.position(destination, target.table, target.source) if follow and plan.exists else None
+                    )
+                    if resume is not None and mode == "append":
+                        print(f"{target.table}: copied before; following from revision {resume}", file=sys.stderr)
+                        positions[target.table] = resume
+                        printer.add({"table": target.table, "rows": 0})
+                        continue
+                    rows = _copy_table(source, destination, plan, mode, batch_size, tally)
+                    if follow:
+                        _record(destination, target, start)
+                        positions[target.table] = start
+                    printer.add({"table": plan.spec.name, "rows": rows})
+            finally:
+                printer.close()
+            if follow:
+                from kvctl.follow import follow as follow_changes
 
-            follow_changes(source, destination, targets, positions, until_caught_up=until_caught_up)
+                tally.revisions = 0  # what it says from here on
+                follow_changes(source, destination, targets, positions, tally, until_caught_up=until_caught_up)
+
+
+def _finish(ctx: typer.Context, mode: str, tally: Tally) -> str:
+    """The command that finishes a copy stopped part-way: with ``--mode append``
+    (``overwrite`` before following: the same command)."""
+    if tally.revisions is not None:
+        return f"to resume (nothing is copied or applied twice): {rerun(ctx, mode='append')}"
+    if mode == "overwrite":
+        return f"to finish (it copies every table again): {rerun(ctx)}"
+    return f"to finish (it upserts, versions kept): {rerun(ctx, mode='append')}"
 
 
 def _plan(source: spi.Provider, destination: spi.Provider, names: list[str], mode: str) -> list[Plan]:
@@ -178,19 +207,25 @@ def _check_fits(spec: spi.TableSpec, existing: spi.TableSpec) -> None:
         ) from None
 
 
-def _copy_table(source: spi.Provider, destination: spi.Provider, plan: Plan, mode: str, batch_size: int) -> int:
-    """Copy one table's rows (creating it first if missing); the rows copied."""
+def _copy_table(
+    source: spi.Provider, destination: spi.Provider, plan: Plan, mode: str, batch_size: int, tally: Tally
+) -> int:
+    """Copy one table's rows (creating it first if missing), counted in ``tally`` as they
+    commit (``overwrite``: once swapped in); the rows copied."""
     name = plan.spec.name
     if not plan.exists:
         destination.admin.create(plan.spec)
         print(f"created table {name!r} on {destination.url}", file=sys.stderr)
     if mode != "overwrite":
-        return _stream(source, name, destination.table(name), "upsert" if mode == "append" else "insert", batch_size)
+        load_mode = "upsert" if mode == "append" else "insert"
+        return _stream(source, name, destination.table(name), load_mode, batch_size, tally)
     staging = destination.admin.create_staging(name)
     try:
-        rows = _stream(source, name, destination.table(staging), "insert", batch_size)
+        rows = _stream(source, name, destination.table(staging), "insert", batch_size, None)
         try:
-            destination.admin.swap_rows(name, staging)  # the staging table now holds the old rows
+            with tally.committing():
+                destination.admin.swap_rows(name, staging)  # the staging table now holds the old rows
+                tally.rows += rows
         except spi.IncompatibleSchemaError:
             raise spi.IncompatibleSchemaError(
                 f"destination table {name!r} was altered while its rows were copied; its rows are unchanged "
@@ -201,15 +236,18 @@ def _copy_table(source: spi.Provider, destination: spi.Provider, plan: Plan, mod
     return rows
 
 
-def _stream(source: spi.Provider, name: str, target: Any, mode: str, batch_size: int) -> int:
+def _stream(source: spi.Provider, name: str, target: Any, mode: str, batch_size: int, tally: Tally | None) -> int:
     """Load the rows of the source table ``name`` into ``target``, versions kept, with
-    a progress bar on a terminal. The source is read page by page, each page in a
-    short transaction of its own (as ``scan --all`` does), so the copy holds nothing
-    on the source between pages."""
+    a progress bar on a terminal, counting them in ``tally`` (if given) as they commit.
+    The source is read page by page, each page in a short transaction of its own (as
+    ``scan --all`` does), so the copy holds nothing on the source between pages."""
     table = source.table(name)
     update, finish = bulk.progress_bar(table.count(), f"copying {name}") if sys.stderr.isatty() else (None, None)
+    progress = update if tally is None else tally.progress(update)
     try:
-        return int(target.load(table.scan(), mode=mode, batch_size=batch_size, progress=update, keep_versions=True))
+        with contextlib.nullcontext() if tally is None else tally.committing():
+            rows = table.scan()
+            return int(target.load(rows, mode=mode, batch_size=batch_size, progress=progress, keep_versions=True))
     except spi.KvError as exc:
         exc.args = (f"copying {name!r}: {exc}",)
         raise

@@ -75,7 +75,9 @@ def dashboard(
     # exist (or a server that is down) is an error line before the screen takes over.
     provider = state.provider(create=False, memory_warning=False)  # memory:// lives as long as the dashboard
     if table is None:
-        provider.admin.list_tables()
+        # any lookup will do (list_tables would not: it lists nothing on a server store
+        # kvctl never wrote to, where this read-only session could create no table)
+        provider.admin.exists("orders")
     else:
         provider.admin.get_spec(table)  # a table that does not exist: exit 1 before the screen
     run_dashboard(state.settings(), table, provider=provider)

@@ -87,6 +87,7 @@ def _put_file(
     text: TextOptions,
 ) -> None:
     from kvctl import bulk  # the file readers and the spool: only put --file needs them
+    from kvctl.partway import Tally, reporting, rerun
 
     if mode not in ("upsert", "insert", "replace"):
         raise CliError(f"--mode must be upsert, insert or replace, not {mode!r}")
@@ -94,21 +95,31 @@ def _put_file(
     seconds = ttl_seconds(ctx, ttl)
     handle, spec = open_table(ctx, table, create=True)
     spool = bulk.check(spec, path, fmt, text)
+    again = " with the same input" if path == "-" else ""
     try:
         distinct = spool.distinct_keys() if mode != "insert" else spool.count  # insert refuses a repeat
         update, finish = bulk.progress_bar(spool.count)
-        try:
-            loaded = bulk.load(
-                handle,
-                spool,
-                mode=mode,
-                batch_size=batch_size,
-                source="stdin" if path == "-" else path,
-                progress=update,
-                ttl=seconds,
-            )
-        finally:
-            finish()
+        with reporting(
+            Tally(spool.count),
+            lambda: (
+                f"to finish (upserting{again}): {rerun(ctx, mode='upsert')}"
+                if mode == "insert"
+                else f"to finish (a rerun {mode}s{again}): {rerun(ctx)}"
+            ),
+        ) as tally:
+            try:
+                with tally.committing():
+                    loaded = bulk.load(
+                        handle,
+                        spool,
+                        mode=mode,
+                        batch_size=batch_size,
+                        source="stdin" if path == "-" else path,
+                        progress=tally.progress(update),
+                        ttl=seconds,
+                    )
+            finally:
+                finish()
     finally:
         spool.close()
     if distinct < loaded:

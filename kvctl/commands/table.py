@@ -103,10 +103,18 @@ def list_tables(
     counts: Annotated[bool, typer.Option("--counts", help="Add each table's row count.")] = False,
     output: options.Output = None,
 ) -> None:
-    """List the tables, sorted by name (a frozen table's entry says so)."""
+    """List the tables, sorted by name (a frozen table's entry says so).
+
+    A store without kvctl tables (a new PostgreSQL schema, an empty etcd prefix) lists
+    nothing and says on stderr where it looked.
+    """
     provider = get_state(ctx).provider(create=False)
     fmt = get_state(ctx).output_format(output)
     names = provider.admin.list_tables()
+    if not names:
+        print(f"no kvctl tables in {spi.mask_password(provider.url)}", file=sys.stderr)
+        if fmt is not OutputFormat.json:
+            return  # nothing at all, not a table or CSV header (-o json: [])
     frozen = {n for n in names if provider.admin.is_frozen(n)}
     flag = "yes" if fmt is OutputFormat.table else True
     rows = (

@@ -11,9 +11,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 import typer
 
@@ -23,10 +21,11 @@ from kvctl.errors import CliError, NotDone
 from kvctl.feeds import fed_spec
 from kvctl.groups import Command
 from kvctl.output import print_value
+from kvctl.partway import Tally, reporting, rerun
+from kvctl.spark.folders import FORMATS, input_format, local_path, spec_for_import
 from kvctl.spark.urls import check_url
 from kvctl.state import get_state
 
-FORMATS = ("parquet", "csv", "json", "orc")
 Format = Annotated[str, typer.Option("--format", help="parquet|csv|json|orc.")]
 Master = Annotated[
     str | None, typer.Option("--master", help="Spark master URL (default: local[*], this machine's cores).")
@@ -37,31 +36,9 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-_SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".ndjson": "json", ".jsonl": "json", ".orc": "orc"}
-
-
-def _import_format(path: str, given: str | None) -> str:
-    """``--format``, else the format the ``--in`` suffix names (NDJSON is Spark's json)."""
-    if given is not None:
-        _choice(given, FORMATS, "--format")
-        return given
-    found = _SUFFIXES.get(Path(path.rstrip("/")).suffix.lower())
-    if found is None:
-        raise CliError(f"cannot tell the format of {path} from its name: pass --format {'|'.join(FORMATS)}")
-    return found
-
-
 def _choice(value: str, choices: tuple[str, ...], option: str) -> None:
     if value not in choices:
         raise CliError(f"{option} must be one of {', '.join(choices)}, not {value!r}")
-
-
-def _local_path(path: str) -> str | None:
-    """The local file system path of ``path`` (None for hdfs://, s3a://...)."""
-    parts = urlsplit(path)
-    if parts.scheme == "file":
-        return parts.path
-    return path if not parts.scheme or len(parts.scheme) == 1 else None
 
 
 def _progress() -> tuple[Callable[[Any], None] | None, Callable[[], None]]:
@@ -82,13 +59,25 @@ def _progress() -> tuple[Callable[[Any], None] | None, Callable[[], None]]:
     return update, finish
 
 
-def _run(fn: Callable[[Callable[[Any], None] | None], Any]) -> Any:
-    """Run a transfer with progress; Spark failures become one error line."""
+def _run(fn: Callable[[Callable[[Any], None] | None], Any], tally: Tally | None = None) -> Any:
+    """Run a transfer with progress; Spark failures become one error line. With
+    ``tally``, an import's: the rows its finished Spark tasks wrote (at least that many
+    were) of those its check counted."""
     from kvctl.spark.errors import SparkJobError
 
     update, finish = _progress()
+
+    def progress(p: Any) -> None:
+        if tally is not None:
+            if p.phase == "check":
+                tally.total = p.rows
+            else:
+                tally.rows = p.rows
+        if update is not None:
+            update(p)
+
     try:
-        return fn(update)
+        return fn(progress if tally is not None else update)
     except SparkJobError as exc:
         raise CliError(str(exc), exc.exit_code) from None
     finally:
@@ -147,8 +136,10 @@ def export(
     """Export a table to files with Spark; prints the rows exported.
 
     Reads in --partitions key ranges in parallel (--where runs in the provider) and
-    writes at most one file per partition. Bytes are base64 and timestamps ISO 8601
-    in csv and json. --changes exports the table's change events instead.
+    writes at most one file per partition, and the table's spec as _kvctl_spec.json
+    (a local folder; kvctl import --create takes it back). Bytes are base64 and
+    timestamps ISO 8601 in csv and json. --changes exports the table's change events
+    instead (no spec file: the files hold events, not rows).
     """
     _require_spark("export")
     _choice(format, FORMATS, "--format")
@@ -169,7 +160,7 @@ def export(
         spi.parse_where(where, spec)
     if since is not None:
         next(iter(provider.changes(table, since=since, limit=1)), None)  # a compacted --since: exit 1 now
-    local = _local_path(out)
+    local = local_path(out)
     if mode == "error" and local is not None and os.path.exists(local):
         raise NotDone(f"{out} already exists; nothing was written (use --mode overwrite to replace it)")
     state.close()  # Spark's workers open their own connections
@@ -203,19 +194,31 @@ def import_(
     table: options.Table,
     path: Annotated[str, typer.Option("--in", help="Input file or directory.", show_default=False)],
     format: Annotated[
-        str | None, typer.Option("--format", help="parquet|csv|json|orc (default: by the --in suffix).")
+        str | None,
+        typer.Option("--format", help="parquet|csv|json|orc (default: by the --in suffix or the folder's files)."),
     ] = None,
     mode: Annotated[
         str,
         typer.Option("--mode", help="append (upsert) | overwrite (replace the table's rows atomically; needs --yes)."),
     ] = "append",
-    create: Annotated[bool, typer.Option("--create", help="Create the table from the file's schema.")] = False,
-    pk: Annotated[str | None, typer.Option("--pk", help="Key columns for --create, in key order (a,b).")] = None,
+    create: Annotated[
+        bool,
+        typer.Option(
+            "--create", help="Create the table: with the spec a kvctl export wrote, else from the file's schema."
+        ),
+    ] = False,
+    pk: Annotated[
+        str | None,
+        typer.Option("--pk", help="Key columns for --create, in key order (a,b); optional with an export's spec."),
+    ] = None,
     master: Master = None,
     yes: options.Yes = False,
     output: options.Output = None,
 ) -> None:
     """Import files into a table with Spark; prints the rows imported.
+
+    A folder kvctl export wrote round-trips: its format comes from its data files
+    and --create takes its _kvctl_spec.json (indexes, change feed and ttl kept).
 
     Every row is checked against the table's types first: a bad value fails with
     exit 2, naming the column and value, and nothing is written. --mode overwrite
@@ -226,8 +229,8 @@ def import_(
     _choice(mode, ("append", "overwrite"), "--mode")
     if mode == "overwrite" and not yes:
         raise CliError("--mode overwrite replaces the table's rows: add --yes (nothing was changed)")
-    if create != (pk is not None):
-        raise CliError("--create and --pk go together: --create --pk a,b")
+    if pk is not None and not create:
+        raise CliError("--pk goes with --create: --create --pk a,b")
     key = None if pk is None else [c.strip() for c in pk.split(",") if c.strip()]
     if key is not None and not key:
         raise CliError("--pk needs at least one column name")
@@ -237,18 +240,37 @@ def import_(
     if create and admin.exists(table):
         raise spi.TableExistsError(f"table {table!r} already exists; import into it without --create")
     if not create and not admin.exists(table):
-        raise spi.TableNotFoundError(f"table {table!r} does not exist; create it, or use --create --pk a,b")
-    fmt = _import_format(path, format)
-    local = _local_path(path)
+        raise spi.TableNotFoundError(f"table {table!r} does not exist; create it, or use --create [--pk a,b]")
+    fmt = input_format(path, format)
+    local = local_path(path)
     if local is not None and not os.path.exists(local):
         raise CliError(f"{path} does not exist; nothing was imported")
+    spec = spec_for_import(path, table, key) if create else None  # a kvctl export's folder: its spec
     state.close()
     from kvctl.spark.transfer import import_table
 
     spark = _session(ctx, master)
-    result = _run(
-        lambda progress: import_table(spark, url, table, path, format=fmt, mode=mode, create_pk=key, progress=progress)
-    )
+    tally = Tally()
+    tally.floor = True  # a failed Spark task's batches are not counted
+    with reporting(tally, lambda: f"to finish (a rerun upserts): {rerun(ctx, without={'--create': 0, '--pk': 1})}"):
+        result = _run(
+            lambda progress: import_table(
+                spark,
+                url,
+                table,
+                path,
+                format=fmt,
+                mode=mode,
+                create_pk=key if spec is None else None,
+                create_spec=spec,
+                progress=progress,
+            ),
+            tally if mode == "append" else None,  # overwrite: nothing stays unless every task is done
+        )
+    if result.replaced:
+        from kvctl.bulk import report_repeats
+
+        report_repeats(result.rows + result.replaced, result.rows)
     print(f"imported {_count(result.rows, 'row')} from {path} into {table!r} ({fmt})", file=sys.stderr)
     print_value(result.rows)
 

@@ -15,10 +15,10 @@ from kvctl import options
 from kvctl.completion import complete_key_word, complete_table
 from kvctl.durations import parse_duration, parse_ttl
 from kvctl.errors import CliError
-from kvctl.feeds import check_feeds, event_json, fed_spec, line_dumps, line_output, parse_ops, stream
+from kvctl.feeds import check_feeds, event_json, fed_spec, line_output, parse_ops, stream
 from kvctl.groups import Command
 from kvctl.keys import parse_key, parse_words
-from kvctl.output import OutputFormat, print_value
+from kvctl.output import print_value
 from kvctl.state import get_state
 
 Since = Annotated[
@@ -171,7 +171,7 @@ def changes(
     yes: options.Yes = False,
     output: options.Output = None,
 ) -> None:
-    """Print the recorded events after --since (JSON lines; -o json: an array) and exit.
+    """Print the recorded events after --since, one compact JSON line each, and exit.
 
     `kvctl changes compact --before REV --yes` forgets the events before revision REV.
     """
@@ -181,26 +181,21 @@ def changes(
         return _compact(provider, names[1:], before, yes)  # a table named compact: `changes compact` reads it
     if before is not None:
         raise CliError("--before belongs to `kvctl changes compact --before REV --yes`")
-    form = line_output(ctx, output)
+    line_output(ctx, output)
     kept = parse_ops(ops)
     check_feeds(provider)
     for name in names:
         fed_spec(provider, name)
     page = _Page(provider, names or None, since, limit, prev, kept)
     last = page.since
-    if form is OutputFormat.json:
-        values = [event_json(e, prev=prev) for e in page]
-        print(line_dumps(values))
-        last = values[-1]["revision"] if values else page.since
-    else:
 
-        def lines() -> Iterator[dict[str, Any]]:
-            nonlocal last
-            for event in page:
-                last = event.revision
-                yield event_json(event, prev=prev)
+    def lines() -> Iterator[dict[str, Any]]:
+        nonlocal last
+        for event in page:
+            last = event.revision
+            yield event_json(event, prev=prev)
 
-        stream(lines())
+    stream(lines())
     if page.more:
         flags = [*(["--prev"] if prev else []), *([] if kept is None else ["--ops", ",".join(kept)])]
         print(

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, TimestampType
 
@@ -21,6 +21,7 @@ import spi
 from kvctl.spark.convert import check_columns
 from kvctl.spark.datasource import DEFAULT_BATCH_ROWS, KvctlDataSource
 from kvctl.spark.errors import SparkJobError, unwrap
+from kvctl.spark.folders import write_spec
 from kvctl.spark.types import spec_from_schema
 from kvctl.spark.urls import check_url
 
@@ -62,6 +63,9 @@ class TransferResult:
     path: str
     format: str
     tasks: int
+    replaced: int = 0
+    """An import's input rows whose key a later row of the input repeated (that row
+    was written instead: ``rows`` counts distinct keys)."""
 
 
 def counted_source(counter: Any) -> type[KvctlDataSource]:
@@ -166,6 +170,9 @@ def export_table(
     With ``changes`` it writes the table's recorded events after ``since`` (default:
     the oldest kept) instead, with the columns of :func:`kvctl.spark.types.change_schema`
     (one partition unless ``partitions`` says: each reads the feed and keeps its keys).
+    A table's rows written to a local folder come with its spec,
+    ``out/_kvctl_spec.json`` (:mod:`kvctl.spark.folders`), which :func:`import_table`
+    takes back.
     """
     check_url(url)
     _check_choice(format, FORMATS, "format")
@@ -201,6 +208,8 @@ def export_table(
                 f"{out} already exists; nothing was written (use --mode overwrite to replace it)", 1
             ) from None
         raise unwrap(exc) from None
+    if not changes:
+        write_spec(out, spec)
     return TransferResult(int(counter.value), out, format, monitor.tasks_total)
 
 
@@ -225,6 +234,7 @@ def import_table(
     format: str = "parquet",
     mode: str = "append",
     create_pk: list[str] | None = None,
+    create_spec: spi.TableSpec | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     progress: ProgressCallback | None = None,
 ) -> TransferResult:
@@ -232,15 +242,21 @@ def import_table(
 
     Every row is converted to the table's types and checked first (a Spark pass
     that writes nothing), so a bad value fails before anything changes (a table
-    made by ``create_pk`` is dropped again). Then
+    made by ``create_pk`` or ``create_spec`` is dropped again). Then
     ``mode="append"`` upserts and ``"overwrite"`` replaces the table's rows
     atomically (loaded into a staging table, swapped in when every task is done). With
-    ``create_pk`` the table is created from the input's schema (it must not exist).
+    ``create_pk`` the table is created from the input's schema, with ``create_spec``
+    (named ``table``; :func:`kvctl.spark.folders.spec_for_import` reads an export's)
+    as that spec; it must not exist. A key the input holds more than once gets its
+    last row (in input order; the result's ``replaced`` counts the others).
     Each task loads in batches of ``batch_rows`` rows, one transaction each.
     """
     check_url(url)
     _check_choice(format, FORMATS, "format")
     _check_choice(mode, IMPORT_MODES, "mode")
+    if create_spec is not None and (create_pk is not None or create_spec.name != table):
+        raise spi.InvalidFieldError(f"create_spec must be table {table!r}'s spec, without create_pk")
+    creating = create_pk is not None or create_spec is not None
     try:
         df = _read_input(spark, path, format, typed=create_pk is not None)
     except Exception as exc:
@@ -248,10 +264,12 @@ def import_table(
             raise SparkJobError(f"{path} does not exist; nothing was imported", 2) from None
         raise unwrap(exc) from None
     with spi.connect(url) as p:
-        if create_pk is not None and p.admin.exists(table):
+        if creating and p.admin.exists(table):
             raise spi.TableExistsError(f"table {table!r} already exists; import into it without --create")
         try:
-            if create_pk is not None:
+            if create_spec is not None:
+                spec = create_spec
+            elif create_pk is not None:
                 spec = spec_from_schema(table, df.schema, create_pk)
             else:
                 spec = p.admin.get_spec(table)
@@ -262,16 +280,17 @@ def import_table(
         if format == "csv":
             # CLI.md: an empty CSV field is the empty string in a string column.
             df = df.na.fill("", [f.name for f in df.schema.fields if spec.type_of(f.name) is spi.FieldType.STRING])
-        if create_pk is not None:
+        if creating:
             p.admin.create(spec)
         try:
             checked = _load(spark, df, url, table, "check", progress, text_rules=text_rules, dry_run=True)
         except BaseException:
-            if create_pk is not None:
+            if creating:
                 p.admin.drop(table)  # we created it a moment ago and it is still empty
             raise
     if checked.rows == 0 and mode == "append":
         return TransferResult(0, path, format, checked.tasks)
+    df, replaced = _last_per_key(spark, df, spec.primary_key, checked.rows)
     loaded = _load(
         spark,
         df,
@@ -283,7 +302,33 @@ def import_table(
         overwrite=mode == "overwrite",
         batch_rows=batch_rows,
     )
-    return TransferResult(loaded.rows, path, format, loaded.tasks)
+    return TransferResult(loaded.rows, path, format, loaded.tasks, replaced)
+
+
+_ORDER, _RANK = "__kvctl_input_order", "__kvctl_rank"
+
+
+def _last_per_key(spark: SparkSession, df: DataFrame, key: Sequence[str], rows: int) -> tuple[DataFrame, int]:
+    """``df`` (of ``rows`` rows) keeping only the last row of each key, in input order,
+    and how many rows that leaves out: a Spark count of the distinct keys, then,
+    only if some repeat, a window over the key (so parallel tasks never write one key
+    twice, in either order)."""
+    keys = [F.col(f"`{k}`") for k in key]
+    try:
+        with _Monitor(spark, "keys", None, None):
+            distinct = df.select(*keys).distinct().count()
+    except Exception as exc:
+        raise unwrap(exc) from None
+    if distinct == rows:
+        return df, 0
+    latest_first = Window.partitionBy(*keys).orderBy(F.col(_ORDER).desc())
+    last = (
+        df.withColumn(_ORDER, F.monotonically_increasing_id())  # increasing in input order
+        .withColumn(_RANK, F.row_number().over(latest_first))
+        .where(F.col(_RANK) == 1)
+        .drop(_ORDER, _RANK)
+    )
+    return last, rows - distinct
 
 
 def _load(

@@ -30,7 +30,7 @@ from providers.postgres.schema import (
     qualified,
 )
 from providers.postgres.table import PgTable
-from providers.postgres.transaction import PgTransaction, begin
+from providers.postgres.transaction import PgTransaction, begin, holds_catalog
 from spi.errors import ConflictError, SchemaError, TableExistsError, TableNotFoundError
 from spi.provider import Admin
 from spi.spec import TableSpec, plan_schema_change, validate_name
@@ -131,7 +131,10 @@ class PgAdmin(Admin):
             return tx.spec(name)
 
     def list_tables(self) -> list[str]:
-        """Every table name, sorted by code point."""
+        """Every table name, sorted by code point; none for a provider opened with
+        ``create=False`` on a schema kvctl never wrote to (nothing is created)."""
+        if not self._db.create and not holds_catalog(self._db):
+            return []
         catalog = self._db.catalog
         with begin(self._db) as tx:
             names = [r[0] for r in tx.execute(sa.select(catalog.c.name)).fetchall()]

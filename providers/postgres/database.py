@@ -77,6 +77,11 @@ class PgDatabase:
         if self._closed:
             raise KvError(f"provider {self.url} is closed")
 
+    @property
+    def ready(self) -> bool:
+        """Whether a transaction found (or made) the schema and catalog."""
+        return self._ready
+
     def ensure_schema(self, create: Callable[[PgDatabase], None]) -> None:
         """Run ``create(self)``, which makes the schema and catalog if missing, until
         one call succeeds (once per provider; concurrent callers wait for it)."""

@@ -12,6 +12,7 @@ from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from providers.postgres.aggregate import aggregate_select, read_groups
 from providers.postgres.batch import LoadBatch, PgLoadPreparer
+from providers.postgres.checksum import checksum_select, read_checksum, read_segments, segments_select
 from providers.postgres.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event, put_runs
 from providers.postgres.load import load_batch, load_new
 from providers.postgres.native import NativeWrites
@@ -20,6 +21,7 @@ from providers.postgres.session import PgSession
 from providers.postgres.sql import count_select, key_histogram, range_condition, scan_select
 from providers.postgres.statements import TableSql
 from spi.aggregate import Group
+from spi.checksum import Checksum, Segment
 from spi.codec import from_micros
 from spi.errors import KvError
 from spi.filters import Expr
@@ -283,6 +285,17 @@ class PgTable(NativeWrites):
         """One GROUP BY statement (:mod:`providers.postgres.aggregate`)."""
         stmt = aggregate_select(self._sql.table, self.spec, request.key_range, request.where, group_by, columns)
         return read_groups(self.spec, self._tx.execute(stmt).fetchall(), group_by, columns)
+
+    def _checksum(self, request: ScanRequest, columns: tuple[str, ...], versions: bool) -> Checksum:
+        """One aggregate statement (:mod:`providers.postgres.checksum`)."""
+        stmt = checksum_select(self._sql.table, self.spec, request.key_range, request.where, columns, versions)
+        return read_checksum(self._tx.execute(stmt).one())
+
+    def _segments(self, request: ScanRequest, columns: tuple[str, ...], versions: bool, size: int) -> list[Segment]:
+        """One statement numbering the rows in key order (:mod:`providers.postgres.checksum`)."""
+        table, where = self._sql.table, request.where
+        stmt = segments_select(table, self.spec, request.key_range, where, columns, versions, size)
+        return read_segments(self.spec, self._tx.execute(stmt).fetchall())
 
     def _split(self, n: int) -> list[Range]:
         """Ranges of similar row counts: cut at the planner's histogram of the first key

@@ -271,6 +271,16 @@ def begin(
     return PgTransaction(db, isolation=isolation, exclusive=exclusive, read_only=read_only)
 
 
+def holds_catalog(db: PgDatabase) -> bool:
+    """Whether ``db``'s schema holds the kvctl catalog (known once a transaction
+    began; else one look that creates nothing)."""
+    if db.ready:
+        return True
+    db.check_open()
+    with PgTransaction(db, isolation="READ COMMITTED") as tx:
+        return tx.relation_exists(db.schema, db.catalog.name)
+
+
 def _create_schema(db: PgDatabase) -> None:
     """CREATE SCHEMA and the catalog table if the catalog is missing (serialised by the
     DDL lock); a provider opened with ``create=False`` raises :class:`UrlError` instead.
