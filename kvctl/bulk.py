@@ -14,6 +14,7 @@ in batches, each atomic, with a progress bar on stderr when it is a terminal.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import pickle
@@ -27,6 +28,7 @@ from typing import IO, Any
 import spi
 from kvctl.errors import CliError, NotDone
 from kvctl.inputs import InputError, TextOptions, choose_format, coerce, open_input, read_records
+from spi.types import describe
 
 
 class Input:
@@ -171,13 +173,33 @@ class ArrowSpool:
         return (dict(zip(names, values)) for batch in self._batches(names) for values in _tuples(batch))
 
     def distinct_keys(self) -> int:
-        """How many distinct keys the rows have (the key columns are read into memory)."""
+        """How many distinct keys the rows have. Up to :data:`DISTINCT_AT_ONCE` rows their
+        key columns are counted in memory; more are first spilled into hash partitions
+        of about that many rows each (temp files), counted one at a time: memory stays
+        that of :data:`DISTINCT_AT_ONCE` rows whatever the input's length."""
         import pyarrow as pa
 
         if self.count == 0:
             return 0
         keys = list(self._spec.primary_key)
-        return int(pa.Table.from_batches(list(self._batches(keys))).group_by(keys).aggregate([]).num_rows)
+        if self.count <= DISTINCT_AT_ONCE:
+            return _distinct(pa.Table.from_batches(list(self._batches(keys))), keys)
+        parts = 1 << (-(-self.count // DISTINCT_AT_ONCE) - 1).bit_length()  # a power of two
+        with contextlib.ExitStack() as stack:
+            files = [stack.enter_context(tempfile.TemporaryFile(prefix="kvctl-keys-")) for _ in range(parts)]
+            writers: list[Any] = []
+            for batch in self._batches(keys):
+                if not writers:
+                    writers = [stack.enter_context(pa.ipc.new_stream(f, batch.schema)) for f in files]
+                for part, rows in enumerate(_partitions(batch, parts)):
+                    writers[part].write_batch(rows)
+            for writer in writers:
+                writer.close()
+            total = 0
+            for f in files:
+                f.seek(0)
+                total += _distinct(pa.ipc.open_stream(f).read_all(), keys)
+        return total
 
     def _batches(self, columns: Sequence[str]) -> Iterator[Any]:
         import pyarrow as pa
@@ -198,6 +220,29 @@ class ArrowSpool:
         self._file.close()
         if not keep_input:
             self._input.close()
+
+
+DISTINCT_AT_ONCE = 2_000_000
+"""Rows whose keys ``put --file`` counts in memory at once (about 100 MB of key
+columns at most); a longer input is counted in hash partitions of this size."""
+
+
+def _distinct(table: Any, keys: list[str]) -> int:
+    """How many distinct values the ``keys`` columns of an Arrow table hold."""
+    return int(table.group_by(keys).aggregate([]).num_rows) if table.num_rows else 0
+
+
+def _partitions(batch: Any, parts: int) -> Iterator[Any]:
+    """The rows of a record batch of key columns in ``parts`` (a power of two) groups
+    by a hash of their key: equal keys always land in the same group."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = [column.to_pylist() for column in batch.columns]
+    hashes = pa.array(map(hash, zip(*values)) if len(values) > 1 else map(hash, values[0]), pa.int64())
+    part = pc.bit_wise_and(hashes, parts - 1)
+    for i in range(parts):
+        yield batch.filter(pc.equal(part, i))
 
 
 def _tuples(batch: Any) -> Iterator[tuple[Any, ...]]:
@@ -361,6 +406,6 @@ def progress_bar(total: int, label: str = "loading") -> tuple[Callable[[int], No
 
 
 def check_batch_size(batch_size: int) -> None:
-    """``--batch-size`` must be positive."""
-    if batch_size < 1:
-        raise CliError(f"--batch-size must be a positive integer, got {batch_size}")
+    """``--batch-size`` must be a positive integer no larger than ``sys.maxsize``."""
+    if not 1 <= batch_size <= sys.maxsize:
+        raise CliError(f"--batch-size must be an integer from 1 to {sys.maxsize}, got {describe(batch_size)}")

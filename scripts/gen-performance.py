@@ -72,6 +72,15 @@ BENCHES = (
         ("bench/follow.py", "--seconds", "3"),
         ("bench/follow.py",),
     ),
+    Bench(
+        "scale",
+        "Flat cost at scale: the same commands at two sizes",
+        "Whole `kvctl` processes (`put --file`, `scan --all`, `count --group-by`, `copy`, "
+        "`delete --all`) on a 5-column table with one index, at a small and a large size, "
+        "RocksDB and PostgreSQL: wall time, rows/s kept at the large size, peak RSS.",
+        ("bench/scale.py", "--small", "20000", "--large", "100000"),
+        ("bench/scale.py",),
+    ),
 )
 BY_NAME = {b.name: b for b in BENCHES}
 

@@ -144,3 +144,20 @@ def test_import_format_from_suffix(kv: Kvctl, tmp_path: Path) -> None:
     assert_one_error(res, 2)
     assert "--format parquet|csv|json|orc" in res.err
     assert_one_error(kv("import", "t", "--in", str(tmp_path / "rows.csv"), "--format", "xls"), 2)
+
+
+def test_repeated_keys_of_a_long_input_are_counted_in_partitions(
+    kv: Kvctl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over ``DISTINCT_AT_ONCE`` rows (lowered here from 2,000,000 to 16), the keys are
+    counted in hash partitions spilled to temp files: the same count as in memory."""
+    import kvctl.bulk
+
+    monkeypatch.setattr(kvctl.bulk, "DISTINCT_AT_ONCE", 16)
+    path = tmp_path / "in.csv"
+    keys = [f"k{i % 37}" for i in range(200)]
+    path.write_text("k,n\n" + "".join(f"{k},{i}\n" for i, k in enumerate(keys)), encoding="utf-8")
+    res = kv.ok("put", "t", "--file", str(path))
+    assert res.out.strip() == "37"
+    assert "200 rows read, 37 distinct keys written (163 replaced an earlier row of the input)" in res.err
+    assert len(rows(kv)) == 37
