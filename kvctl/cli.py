@@ -19,6 +19,7 @@ import typer
 from typer import Abort, Exit, TyperException
 
 from kvctl import __version__
+from kvctl.cmdline import hide_passwords
 from kvctl.commands import COMMANDS, load_command
 from kvctl.errors import INTERNAL, exit_code_for, on_sigterm, report, terminated
 from kvctl.groups import HelpGroup
@@ -73,7 +74,7 @@ class KvctlGroup(HelpGroup):
                 log.error("internal error: %s: %s", type(exc).__name__, exc, exc_info=exc if debug else None)
             elif debug:
                 traceback.print_exception(exc)
-            raise Exit(report(exc)) from None
+            raise Exit(report(exc, ctx.obj.table_names if isinstance(ctx.obj, State) else None)) from None
         finally:
             if isinstance(ctx.obj, State):
                 ctx.obj.close()
@@ -92,8 +93,10 @@ class KvctlGroup(HelpGroup):
             code = rv if isinstance(rv, int) else 0
         except TyperException as exc:  # click's usage errors and the like
             where: Any = getattr(exc, "ctx", None)
-            hint = f" (see '{where.command_path} --help')" if where is not None else ""
-            print(f"error: {exc.format_message()}{hint}", file=sys.stderr)
+            message = exc.format_message()
+            suggested = message.endswith("?)")  # "(did you mean 'scan'?)" ends the line
+            hint = f" (see '{where.command_path} --help')" if where is not None and not suggested else ""
+            print(f"error: {message}{hint}", file=sys.stderr)
             code = exc.exit_code
         except Abort:  # Ctrl-C (or SIGTERM) outside a command
             code = exit_code_for(KeyboardInterrupt())
@@ -166,5 +169,6 @@ def main() -> None:
     # little cyclic garbage: a young collection every 700 allocations cost 10-20 ms of
     # a 200,000-row scan. Cycles are still collected, every 50,000 allocations.
     gc.set_threshold(50_000)
+    hide_passwords()  # a password in --url or SRC/DST: out of other users' ps, before anything slow
     signal.signal(signal.SIGTERM, on_sigterm)  # handled as Ctrl-C is, then exit 143
     typer.main.get_command(app).main(prog_name="kvctl")

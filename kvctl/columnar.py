@@ -99,7 +99,7 @@ def read_batches(
     import pyarrow.csv as pa_csv
 
     delimiter = text.separator(kind)
-    read = pa_csv.ReadOptions(block_size=BLOCK, use_threads=False)
+    read = pa_csv.ReadOptions(block_size=_block_size(path), use_threads=False)
     parse = pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
     try:
         with open(path, encoding="utf-8-sig", newline="") as header_text:
@@ -118,6 +118,22 @@ def read_batches(
         raise Undecided(None) from None
     schema = arrow_schema(spec, header)
     return schema, _typed(spec, schema, reader)
+
+
+def _block_size(path: str) -> int:
+    """pyarrow's block size for ``path``: :data:`BLOCK`, or more than its longest line
+    (a record must fit in one block; one spanning several long lines still does not,
+    and goes to the reference reader)."""
+    longest = run = 0  # the longest line seen; the length of the one being read
+    with open(path, "rb") as raw:
+        while chunk := raw.read(BLOCK):
+            first = chunk.find(b"\n")
+            if first < 0:
+                run += len(chunk)
+                continue
+            longest = max(longest, run + first)  # a line inside a chunk is shorter than BLOCK
+            run = len(chunk) - chunk.rfind(b"\n") - 1
+    return max(longest, run) + BLOCK
 
 
 def _typed(spec: spi.TableSpec, schema: pa.Schema, reader: Any) -> Iterator[pa.RecordBatch]:
@@ -192,7 +208,7 @@ def ndjson_columns(spec: spi.TableSpec, path: str) -> Iterator[Columns]:
                 raise Undecided(None)
             try:
                 records = list(map(decode, filter(bytes.strip, lines)))
-            except (msgspec.DecodeError, UnicodeDecodeError):
+            except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
                 raise Undecided(None) from None
             if not records:
                 continue
@@ -221,7 +237,7 @@ def record_columns(records: Iterator[tuple[int, dict[str, Any]]]) -> Iterator[Co
             failure = exc
         if chunk:
             header = header or list(chunk[0])
-            if set(map(len, chunk)) != {len(header)}:
+            if not header or set(map(len, chunk)) != {len(header)}:  # {}: no key, the reference says so
                 raise Undecided(None)
             try:
                 rows = list(map(operator.itemgetter(*header), chunk))

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 import spi
+from kvctl import jsontext
 from kvctl.errors import CliError
 from kvctl.state import get_state
 from spi.textvalues import from_json_value
@@ -43,14 +44,20 @@ def check_expiry(ctx: typer.Context) -> None:
         raise CliError(f"the provider at {provider.url} cannot expire rows: a ttl is not available there")
 
 
-def parse_columns(spec: spi.TableSpec, text: str | None) -> list[str] | None:
-    """``--columns a,b`` → checked column names (None: every column)."""
+def column_list(text: str | None) -> list[str] | None:
+    """``--columns a,b`` → the column names, unchecked (None: every column)."""
     if text is None:
         return None
     names = [c.strip() for c in text.split(",") if c.strip()]
     if not names:
         raise CliError("--columns needs at least one column name")
-    for name in names:
+    return names
+
+
+def parse_columns(spec: spi.TableSpec, text: str | None) -> list[str] | None:
+    """``--columns a,b`` → checked column names (None: every column)."""
+    names = column_list(text)
+    for name in names or ():
         spec.type_of(name)
     return names
 
@@ -63,7 +70,7 @@ def parse_where(spec: spi.TableSpec, text: str | None) -> spi.Expr | None:
 def json_object(text: str, what: str) -> dict[str, Any]:
     """Parse a JSON object given on the command line."""
     try:
-        value = json.loads(text)
+        value = jsontext.loads(text)
     except json.JSONDecodeError as exc:
         raise CliError(f"{what} is not valid JSON: {exc.msg} at character {exc.pos + 1}") from None
     if not isinstance(value, dict):

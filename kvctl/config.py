@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from kvctl.errors import CliError
+from spi.suggest import did_you_mean
 
 ENV_URL = "KVCTL_URL"
 ENV_PROFILE = "KVCTL_PROFILE"
@@ -66,6 +67,14 @@ def default_store(env: Mapping[str, str]) -> Path:
     """The embedded default store: ``$XDG_DATA_HOME/kvctl/default`` (``~/.local/share``)."""
     base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "kvctl" / "default"
+
+
+def make_private_folders(path: Path) -> None:
+    """Create ``path`` and its missing parents owner-only (0700), as the XDG base
+    directory spec asks: the default store in it holds the user's data."""
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(0o700, exist_ok=True)
 
 
 def find_config_file(flag: str | None, env: Mapping[str, str]) -> tuple[Path | None, str | None]:
@@ -176,7 +185,10 @@ def read_profile(path: Path, data: Mapping[str, Any], name: str, env: Mapping[st
     profiles = data.get("profiles", {})
     if name not in profiles:
         known = ", ".join(sorted(profiles)) or "none"
-        raise ConfigError(f"config {path}: profile {name!r} (from {given_by}) is not defined (profiles: {known})")
+        raise ConfigError(
+            f"config {path}: profile {name!r} (from {given_by}) is not defined (profiles: {known})"
+            + did_you_mean(name, profiles)
+        )
     profile = profiles[name]
     url = _resolve_relative(profile["url"], path.parent)
     secret_var = profile.get("password_env")

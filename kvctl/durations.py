@@ -1,5 +1,6 @@
 """Durations on the command line (``--timeout``, ``--ttl``): ``90``, ``90s``, ``15m``,
-``2h``, ``7d`` (CLI.md, "Values on the command line and in files")."""
+``2h``, ``7d`` (CLI.md, "Values on the command line and in files"), at most 100
+years (``36500d``, :data:`spi.spec.MAX_TTL`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import math
 import re
 
 from kvctl.errors import CliError
+from spi.spec import MAX_TTL
+from spi.types import describe
 
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhd]?)\Z")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -19,8 +22,8 @@ def parse_duration(text: str, option: str) -> float:
     if match is None:
         raise CliError(f"{option} expects a duration such as 90, 90s, 15m, 2h or 7d, got {text!r}")
     seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    if not math.isfinite(seconds):
-        raise CliError(f"{option} is too long: {text!r}")
+    if not math.isfinite(seconds) or seconds > MAX_TTL:
+        raise CliError(f"{option} is too long: {describe(text)} (at most {describe_seconds(MAX_TTL)}, 100 years)")
     return seconds
 
 

@@ -7,12 +7,16 @@ bug), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM, handled as Ctrl-C is).
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterable
 from types import FrameType
 
 from spi import errors as spi_errors
+from spi.suggest import did_you_mean
+from spi.textvalues import visible
 
 NOT_DONE = 1
 USAGE = 2
@@ -33,6 +37,8 @@ _USAGE_ERRORS = (
 )
 TABLE_LIST_HINT = "(kvctl table list shows the tables)"
 """What a missing table's error ends with (CLI.md), unless it already shows a command."""
+_MISSING_TABLE = re.compile(r"table '(\w+)' does not exist")
+"""How a provider says a table is missing (the name: a table name is a word)."""
 
 
 class CliError(Exception):
@@ -82,13 +88,18 @@ def exit_code_for(exc: BaseException) -> int:
     return INTERNAL  # not kvctl's, the SPI's or the system's: a bug
 
 
-def message_for(exc: BaseException) -> str:
+def message_for(exc: BaseException, tables: Callable[[], Iterable[str]] | None = None) -> str:
     """The one-line message of an exception (an internal error names its type and says
-    how to report it); a missing table's ends with the command that lists the tables."""
+    how to report it); a missing table's ends with the command that lists the tables
+    and, when ``tables`` (the store's table names) holds a name two edits away,
+    ``(did you mean 'orders'?)``."""
     if isinstance(exc, (CliError, spi_errors.KvError)):
         text = str(exc)
         if isinstance(exc, spi_errors.TableNotFoundError) and "kvctl " not in text and "; " not in text:
             text = f"{text} {TABLE_LIST_HINT}"
+            missing = _MISSING_TABLE.match(text)
+            if missing and tables is not None:
+                text += did_you_mean(missing.group(1), tables())
     elif isinstance(exc, KeyboardInterrupt):
         text = "terminated" if _terminated.is_set() else "interrupted"
     elif isinstance(exc, OSError):
@@ -98,10 +109,11 @@ def message_for(exc: BaseException) -> str:
             f"internal error (a bug in kvctl): {type(exc).__name__}: {exc}; please report it to the kvctl "
             "maintainers with what this command, rerun with --debug, prints (the traceback)"
         )
-    return " ".join(text.split()) or type(exc).__name__
+    return visible(" ".join(text.split())) or type(exc).__name__  # no control character reaches a terminal
 
 
-def report(exc: BaseException) -> int:
-    """Print ``error: ...`` for ``exc`` on stderr and return its exit code."""
-    print(f"error: {message_for(exc)}", file=sys.stderr)
+def report(exc: BaseException, tables: Callable[[], Iterable[str]] | None = None) -> int:
+    """Print ``error: ...`` for ``exc`` on stderr (``tables``: see :func:`message_for`)
+    and return its exit code."""
+    print(f"error: {message_for(exc, tables)}", file=sys.stderr)
     return exit_code_for(exc)

@@ -26,7 +26,7 @@ from kvctl.durations import parse_duration
 from kvctl.errors import CliError
 from kvctl.keys import parse_key
 from kvctl.output import OutputFormat
-from kvctl.render import json_row
+from kvctl.render import json_row, json_safe
 from kvctl.state import get_state
 from spi.capabilities import Capability
 from spi.changes import OPS, PUT
@@ -105,8 +105,9 @@ def event_json(event: spi.Change, *, prev: bool = False, initial: bool = False) 
 
 
 def line_dumps(value: Any) -> str:
-    """``value`` as one compact JSON line (no spaces), non-ASCII kept as is."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """``value`` as one compact JSON line (no spaces), non-ASCII kept as is but DEL
+    and C1 escaped (:func:`kvctl.render.json_safe`)."""
+    return json_safe(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()).decode()
 
 
 def stream(lines: Iterator[Any]) -> None:

@@ -11,7 +11,7 @@ table is copied.
 
 Events are read with ``changes`` (every followed table at once, in revision order,
 up to the source's current revision) and applied a revision at a time
-(:func:`kvctl.replay.apply_revision`: rows and positions in one transaction; a
+(:meth:`kvctl.replay.Replayer.apply`: rows and positions in one transaction; a
 revision is held in memory while it is applied). Between reads the follower waits
 for a commit to a followed table: one thread per table watches it, only to wake the
 follower (the events themselves are read by ``changes``, so a revision is applied
@@ -31,7 +31,7 @@ from operator import attrgetter
 import spi
 from kvctl.errors import NotDone
 from kvctl.partway import Tally
-from kvctl.replay import Target, apply_revision
+from kvctl.replay import Replayer, Target
 
 LAG_EVERY = 1.0
 """Seconds between two lag lines while behind (and how long behind before the first)."""
@@ -176,6 +176,7 @@ def follow(
     recorded = dict(positions)
     waker = _Waker(source, tables)
     lag = _Lag(source)
+    replayer = Replayer(destination)
     last_record = time.monotonic()
     try:
         while True:
@@ -188,7 +189,7 @@ def follow(
                 due = [(targets[e.table], e) for e in group if revision > positions[e.table]]
                 if due:
                     with tally.committing():
-                        if apply_revision(destination, revision, due):
+                        if replayer.apply(revision, due):
                             tally.applied()
                     applied_any = True
                     for target, _ in due:
@@ -200,7 +201,7 @@ def follow(
             lag.caught_up(applied_any)
             stale = [targets[t] for t in tables if recorded[t] < done]
             if stale and (until_caught_up or time.monotonic() - last_record >= RECORD_EVERY):
-                apply_revision(destination, done, [], stale)
+                replayer.apply(done, [], stale)
                 recorded.update(dict.fromkeys((t.table for t in stale), done))
                 last_record = time.monotonic()
             if until_caught_up:

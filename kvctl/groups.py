@@ -18,9 +18,11 @@ import inspect
 from typing import Any
 
 import typer
+from typer import TyperException
 from typer.core import TyperCommand, TyperGroup
 
 from kvctl.errors import USAGE
+from spi.suggest import did_you_mean
 
 
 def reflow(text: str | None) -> str | None:
@@ -94,6 +96,19 @@ class HelpGroup(TyperGroup):
             typer.echo(ctx.get_help(), err=True, color=ctx.color)
             raise typer.Exit(USAGE)
         return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """The command ``args`` names; an unknown name within two edits of a command
+        gets ``(did you mean 'scan'?)``."""
+        try:
+            return super().resolve_command(ctx, args)
+        except TyperException as exc:  # click's "No such command" (one suggestion: ours)
+            hint = did_you_mean(args[0], self.list_commands(ctx)) if args else ""
+            if hint and self.get_command(ctx, args[0]) is None:
+                exc.message = f"No such command {args[0]!r}{hint}"
+                if hasattr(exc, "possibilities"):
+                    exc.possibilities = []
+            raise
 
 
 def sub_app(help: str) -> typer.Typer:

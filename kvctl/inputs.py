@@ -20,13 +20,19 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import spi
+from kvctl import jsontext
 from kvctl.errors import CliError
 from spi.textvalues import from_json_value, parse_field
+from spi.types import MAX_VALUE_BYTES
 from spi.validate import validate_row
 
 FORMATS = ("json", "ndjson", "csv", "tsv")
 _SUFFIXES = {".json": "json", ".ndjson": "ndjson", ".jsonl": "ndjson", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
 _CHUNK = 1 << 16
+MAX_FIELD = 4 * -(-MAX_VALUE_BYTES // 3) + 1024
+"""The longest CSV/TSV field read, in characters: the largest value (16 MiB) written
+as base64, with room for quotes and padding; a longer one is an error naming its line."""
+csv.field_size_limit(MAX_FIELD)  # Python's default, 128 KiB, is far below the largest value
 
 Record = dict[str, Any]
 
@@ -145,7 +151,7 @@ def _ndjson(stream: TextIO, source: str, head: str = "") -> Iterator[tuple[int, 
         if not text.strip():
             continue
         try:
-            value = json.loads(text)
+            value = jsontext.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(source, number, f"invalid JSON at character {exc.colno}: {exc.msg}") from None
         yield number, _record(value, source, number)
@@ -196,10 +202,17 @@ def _json_array(stream: TextIO, source: str, head: str = "") -> Iterator[tuple[i
                 value, end = decoder.raw_decode(buf, pos)
                 if end < len(buf) or eof:
                     break
+            except RecursionError:
+                raise InputError(source, start, f"invalid JSON: {jsontext.TOO_DEEP}") from None
             except json.JSONDecodeError as exc:
                 if eof:
                     at = start + buf.count("\n", pos, exc.pos)
                     raise InputError(source, at, f"invalid JSON: {exc.msg}") from None
+            except ValueError:  # an integer too long to convert
+                error = jsontext.too_long(buf, pos)
+                raise InputError(
+                    source, start + buf.count("\n", pos, error.pos), f"invalid JSON: {error.msg}"
+                ) from None
             fill()
         line += buf.count("\n", pos, end)
         pos = end
@@ -228,6 +241,10 @@ def _delimited(stream: TextIO, source: str, dialect: str, delimiter: str | None)
                 raise InputError(source, line, f"has {len(fields)} fields; the header has {len(header)}")
             yield line, dict(zip(header, fields))
     except csv.Error as exc:
+        if "field larger than field limit" in str(exc):
+            raise InputError(
+                source, start, f"a field is longer than {MAX_FIELD} characters (values hold at most 16 MiB)"
+            ) from None
         raise InputError(source, start, f"malformed {'CSV' if dialect == 'excel' else 'TSV'}: {exc}") from None
 
 

@@ -3,6 +3,7 @@
 Values are rendered by :mod:`kvctl.render` (CLI.md: bytes as base64, timestamps as
 ISO 8601 with offset, null as JSON null or an empty csv/tsv field; the human table
 shows values as typed on the command line, drawn by :mod:`kvctl.grid` as rows arrive).
+No value sends a terminal a control character: see :mod:`kvctl.render`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from enum import StrEnum
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TextIO
 
-from kvctl.render import bare, word
+from kvctl.render import bare, is_terminal, json_safe, terminal_lines, word
 from spi.types import FieldType
 
 if TYPE_CHECKING:
@@ -41,14 +42,17 @@ def dumps(obj: Any) -> str:
 
 
 def print_value(value: Any, out: TextIO | None = None) -> None:
-    """Print one bare value (whatever ``-o`` says)."""
-    print(bare(value), file=out or sys.stdout)
+    """Print one bare value (whatever ``-o`` says; control characters visible on a terminal)."""
+    out = out or sys.stdout
+    text = bare(value)
+    print(terminal_lines(text) if is_terminal(out) else text, file=out)
 
 
 class RowPrinter:
     """Prints a stream of rows in one format, in bounded memory.
 
     ``single=True`` prints one object (``get``): a JSON object rather than an array.
+    ``keys`` are the key columns, whose values the table output never cuts.
     """
 
     def __init__(
@@ -59,9 +63,11 @@ class RowPrinter:
         single: bool = False,
         out: TextIO | None = None,
         types: Mapping[str, FieldType] | None = None,
+        keys: Iterable[str] = (),
     ) -> None:
         self.fmt = fmt
         self.columns = list(columns)
+        self.keys = frozenset(keys)
         self.single = single
         self.out = out or sys.stdout
         self.count = 0
@@ -91,7 +97,11 @@ class RowPrinter:
         else:
             if self._grid is None:
                 self._grid = _grid(self.columns, self.out)
-            self._grid.add([word(row.get(c)) for c in self.columns])
+            values = [row.get(c) for c in self.columns]
+            self._grid.add(
+                list(map(word, values)),
+                [type(v) is str and c not in self.keys for c, v in zip(self.columns, values)],
+            )
         self.count += 1
         if len(self._lines) >= CHUNK:
             self._write_lines()
@@ -119,13 +129,14 @@ class RowPrinter:
     def _write_lines(self) -> None:
         lines, self._lines = self._lines, []
         if self._csv is not None:
-            self.out.write("".join(lines))
+            text = "".join(lines)
+            self.out.write(terminal_lines(text) if is_terminal(self.out) else text)
             return
         if self.fmt is OutputFormat.json and not self.single:
             start = b"[\n" if self.count == len(lines) else b",\n"
-            data = start + b",\n".join(lines)
+            data = json_safe(start + b",\n".join(lines))
         else:
-            data = b"\n".join(lines) + b"\n"
+            data = json_safe(b"\n".join(lines) + b"\n")
         binary = getattr(self.out, "buffer", None)
         if binary is None:
             self.out.write(data.decode("utf-8"))
@@ -157,10 +168,8 @@ def print_rows(fmt: OutputFormat, columns: Iterable[str], rows: Iterable[Mapping
 
 def print_document(fmt: OutputFormat, obj: Any) -> None:
     """Print a JSON document (json: indented, else one line)."""
-    if fmt is OutputFormat.json:
-        print(json.dumps(obj, ensure_ascii=False, indent=2))
-    else:
-        print(dumps(obj))
+    text = json.dumps(obj, ensure_ascii=False, indent=2) if fmt is OutputFormat.json else dumps(obj)
+    print(json_safe(text.encode()).decode())
 
 
 def _grid(columns: list[str], out: TextIO) -> Grid:

@@ -2,9 +2,11 @@
 (``kvctl apply`` and ``kvctl copy --follow``).
 
 Each source revision becomes one destination transaction (or, when the destination
-refuses one that large, consecutive pieces that fit: :func:`apply_revision`): its puts write the event's
+refuses one that large, consecutive pieces that fit: :meth:`Replayer.apply`): its puts write the event's
 row with the event's version and expiry (a load that keeps versions, as ``copy``
-writes rows), its deletes and expiries delete the key, and the revision is recorded
+writes rows; a put of a row the destination holds at exactly that version, expiry and
+values is left out, so it records no second change event), its deletes and expiries
+delete the key, and the revision is recorded
 as the applied position of every (destination table, source) it concerns
 (:mod:`spi.applied`) in that same transaction. The transaction first reads those
 positions and leaves out the targets that have the revision already, so replaying
@@ -35,38 +37,51 @@ Event = tuple[Target, spi.Change]
 """One event and where it goes."""
 
 
-def apply_revision(
-    destination: spi.Provider, revision: int, events: Sequence[Event], also: Iterable[Target] = ()
-) -> bool:
-    """Apply one source revision's ``events`` (in order) in one destination transaction
-    and record ``revision`` for each of their targets and those of ``also`` (targets
-    the revision did not touch but whose position may move on). False when every
-    target had applied it already (nothing is written).
+class Replayer:
+    """Applies source revisions to one destination (:meth:`apply`), remembering how many
+    events one destination transaction took once it refused a bigger one, so later
+    revisions go in pieces of that size straight away."""
 
-    A revision the destination refuses as one transaction for its size
-    (:class:`spi.TransactionTooLargeError`: etcd's limits) is applied in pieces of
-    consecutive events, each a transaction that fits, the position recorded with the
-    last: a reader may see part of the revision until then, and a run stopped between
-    pieces applies the whole revision again (puts keep versions, deletes are
-    idempotent), so nothing is missed or left half done."""
-    targets = list(dict.fromkeys([target for target, _ in events] + list(also)))
-    try:
-        return destination.run(partial(_apply, revision=revision, events=events, targets=targets, record=True))
-    except spi.TransactionTooLargeError:
-        if len(events) < 2:
-            raise
-    size, start, wrote = len(events) // 2, 0, False
-    while start < len(events):
-        piece, last = events[start : start + size], start + size >= len(events)
-        try:
-            wrote |= destination.run(partial(_apply, revision=revision, events=piece, targets=targets, record=last))
-        except spi.TransactionTooLargeError:
-            if size == 1:
-                raise
-            size //= 2
-            continue
-        start += size
-    return wrote
+    def __init__(self, destination: spi.Provider) -> None:
+        self.destination = destination
+        self._fit: int | None = None
+
+    def apply(self, revision: int, events: Sequence[Event], also: Iterable[Target] = ()) -> bool:
+        """Apply one source revision's ``events`` (in order) in one destination
+        transaction and record ``revision`` for each of their targets and those of
+        ``also`` (targets the revision did not touch but whose position may move on).
+        False when every target had applied it already (nothing is written).
+
+        A revision the destination refuses as one transaction for its size
+        (:class:`spi.TransactionTooLargeError`: etcd's limits) is applied in pieces of
+        consecutive events, each a transaction that fits, the position recorded with
+        the last: a reader may see part of the revision until then, and a run stopped
+        between pieces applies the whole revision again (puts keep versions, deletes
+        are idempotent), so nothing is missed or left half done."""
+        run = self.destination.run
+        targets = list(dict.fromkeys([target for target, _ in events] + list(also)))
+        if self._fit is None or len(events) <= self._fit:
+            try:
+                return run(partial(_apply, revision=revision, events=events, targets=targets, record=True))
+            except spi.TransactionTooLargeError:
+                if len(events) < 2:
+                    raise
+            size = len(events) // 2
+        else:
+            size = self._fit
+        start, wrote = 0, False
+        while start < len(events):
+            piece, last = events[start : start + size], start + size >= len(events)
+            try:
+                wrote |= run(partial(_apply, revision=revision, events=piece, targets=targets, record=last))
+            except spi.TransactionTooLargeError:
+                if size == 1:
+                    raise
+                size //= 2
+                continue
+            self._fit = size
+            start += size
+        return wrote
 
 
 def _apply(tx: spi.Transaction, revision: int, events: Sequence[Event], targets: list[Target], record: bool) -> bool:
@@ -81,7 +96,7 @@ def _apply(tx: spi.Transaction, revision: int, events: Sequence[Event], targets:
         if target not in due:
             continue
         if puts and (event.op != PUT or target.table != into):
-            tx.table(into).load(puts, mode="upsert", keep_versions=True)
+            _load(tx.table(into), puts)
             puts = []
         if event.op == PUT:
             assert event.row is not None and event.version is not None
@@ -90,11 +105,29 @@ def _apply(tx: spi.Transaction, revision: int, events: Sequence[Event], targets:
         else:
             tx.table(target.table).delete(event.key)
     if puts:
-        tx.table(into).load(puts, mode="upsert", keep_versions=True)
+        _load(tx.table(into), puts)
     if record:
         for target in due:
             applied.record(tx, target.table, target.source, revision)
     return True
 
 
-__all__ = ["Event", "Target", "apply_revision"]
+def _load(table: spi.Table, puts: list[spi.Row]) -> None:
+    """Write ``puts`` with their versions and expiries, but for the rows ``table``
+    holds already with exactly that version, expiry and values: those are no-ops, so
+    a put that an initial copy read ahead of its revision (``copy --follow``: a
+    RocksDB snapshot is no single revision) records no second event."""
+    columns, key = table.spec.columns, table.spec.primary_key
+    held = table.read_many([tuple(row[c] for c in key) for row in puts])
+    new = [
+        row
+        for row, old in zip(puts, held)
+        if old is None
+        or (old.version, old.expires) != (row.version, row.expires)
+        or any(old.get(c) != row.get(c) for c in columns)
+    ]
+    if new:
+        table.load(new, mode="upsert", keep_versions=True)
+
+
+__all__ = ["Event", "Replayer", "Target"]

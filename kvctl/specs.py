@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import spi
+from kvctl import jsontext
 from kvctl.errors import CliError
 
 
@@ -30,7 +31,7 @@ def read_spec_file(path: str, name: str) -> spi.TableSpec:
             raise CliError(f"spec file {path} is not valid TOML: {exc}") from None
     else:
         try:
-            data = json.loads(text)
+            data = jsontext.loads(text)
         except json.JSONDecodeError as exc:
             raise CliError(f"spec file {path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
     try:

@@ -11,6 +11,7 @@ import typer
 
 from kvctl import config
 from kvctl.output import OutputFormat
+from spi.errors import KvError
 
 if TYPE_CHECKING:
     import spi
@@ -61,10 +62,20 @@ class State:
             if memory_warning and settings.url.partition(":")[0] == "memory":
                 print(MEMORY_WARNING, file=sys.stderr)
             if settings.url_source == "default":
-                config.default_store(os.environ).parent.mkdir(parents=True, exist_ok=True)
+                config.make_private_folders(config.default_store(os.environ).parent)
                 create = True
             self._provider = spi.connect(settings.url, create=create)
         return self._provider
+
+    def table_names(self) -> list[str]:
+        """The tables of the provider this command opened (none when it opened none,
+        or the store cannot list them now): what a missing table's error suggests."""
+        if self._provider is None:
+            return []
+        try:
+            return self._provider.admin.list_tables()
+        except KvError:
+            return []
 
     def close(self) -> None:
         """Close the provider if one was opened."""

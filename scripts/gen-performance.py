@@ -81,6 +81,15 @@ BENCHES = (
         ("bench/scale.py", "--small", "20000", "--large", "100000"),
         ("bench/scale.py",),
     ),
+    Bench(
+        "diff",
+        "Comparing stores: `kvctl diff` against scanning both sides",
+        "Two equal tables, RocksDB and PostgreSQL: `kvctl diff` against `kvctl scan --all` of "
+        "both sides and `cmp`; then 10 scattered differences; and the rows a PostgreSQL to "
+        "PostgreSQL comparison reads into the client.",
+        ("bench/diff.py",),
+        ("bench/diff.py", "--full"),
+    ),
 )
 BY_NAME = {b.name: b for b in BENCHES}
 

@@ -22,6 +22,7 @@ from spi.codec import encode_key
 from spi.errors import InvalidFieldError, KvError, SchemaError
 from spi.keys import KeyLike, Range, normalize_key, normalize_prefix
 from spi.spec import TableSpec
+from spi.types import describe
 
 DEFAULT_RETENTION = 7 * 24 * 3600.0
 """Seconds a provider keeps change-feed events by default (``?changes_retention=``;
@@ -104,10 +105,16 @@ def check_wanted(prev: Any, ops: Any) -> Wanted:
     return Wanted(frozenset(kept), prev)
 
 
+MAX_REVISION = 2**63 - 1
+"""The largest revision (a signed 64-bit integer, as every provider stores it)."""
+
+
 def check_revision(value: Any, what: str = "since") -> int:
-    """A revision argument: a non-negative integer (``InvalidFieldError`` otherwise)."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidFieldError(f"{what} must be a revision, a non-negative integer, got {value!r}")
+    """A revision argument: an integer from 0 to :data:`MAX_REVISION` (``InvalidFieldError`` otherwise)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_REVISION:
+        raise InvalidFieldError(
+            f"{what} must be a revision, an integer from 0 to {MAX_REVISION}, got {describe(value)}"
+        )
     return value
 
 
@@ -375,6 +382,7 @@ def _with_initial(
 __all__ = [
     "DELETE",
     "EXPIRE",
+    "MAX_REVISION",
     "OPS",
     "PUT",
     "Change",

@@ -241,9 +241,10 @@ class Table(Protocol):
         columns: Iterable[str] | None = None,
         versions: bool = False,
         size: int = 10_000,
+        limit: int | None = None,
     ) -> list[Segment]:
         """The matching rows in key order cut into runs of ``size`` rows: each run's
-        first key and checksum (see :mod:`spi.checksum`)."""
+        first key and checksum, at most ``limit`` runs (see :mod:`spi.checksum`)."""
 
     def split(self, n: int) -> list[Range]:
         """About ``n`` disjoint ranges of similar row counts covering the table."""

@@ -499,10 +499,13 @@ class AutoCommitTable:
         columns: Iterable[str] | None = None,
         versions: bool = False,
         size: int = SEGMENT_ROWS,
+        limit: int | None = None,
     ) -> list[Segment]:
         """See :meth:`spi.checksum.Checksums.segments` (one consistent read)."""
         cols = None if columns is None else list(columns)
-        return self._read(lambda t: t.segments(range, where=where, columns=cols, versions=versions, size=size))
+        return self._read(
+            lambda t: t.segments(range, where=where, columns=cols, versions=versions, size=size, limit=limit)
+        )
 
     def split(self, n: int) -> list[Range]:
         """See :meth:`TableBase.split`."""

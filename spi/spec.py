@@ -11,7 +11,8 @@ from typing import Any
 
 from spi.errors import FrozenTableError, IncompatibleSchemaError, InvalidFieldError, KvError, SchemaError
 from spi.frozen import fence
-from spi.types import FieldType, checker
+from spi.suggest import did_you_mean
+from spi.types import FieldType, checker, describe
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_NAME_LENGTH = 63
@@ -236,7 +237,8 @@ class TableSpec:
             return self._by_name[column].type
         except KeyError:
             raise InvalidFieldError(
-                f"table {self.name!r} has no column {column!r} (columns: {', '.join(self.columns)})",
+                f"table {self.name!r} has no column {column!r} (columns: {', '.join(self.columns)})"
+                + did_you_mean(column, self.columns),
                 column=column,
             ) from None
 
@@ -364,7 +366,7 @@ class TableSpec:
         """Parse a spec from JSON text (the inverse of :meth:`to_json`)."""
         try:
             data = json.loads(text)
-        except (json.JSONDecodeError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             raise SchemaError(f"table spec is not valid JSON: {exc}") from None
         return cls.from_dict(data)
 
@@ -405,10 +407,18 @@ def _spec_with_options(
     return TableSpec(name, fields, primary_key, indexes, changes=changes, ttl=ttl).with_frozen(frozen)
 
 
+MAX_TTL = 100 * 365 * 86400
+"""The longest ``ttl``, in seconds: 100 years (36500 days), so an expiry is always a
+timestamp every provider stores and every clock wait takes."""
+
+
 def check_ttl(ttl: Any, error: type[KvError], what: str = "ttl") -> int | float:
-    """``ttl`` if it is a positive finite number of seconds, else ``error`` saying so."""
+    """``ttl`` if it is a positive number of seconds up to :data:`MAX_TTL`, else
+    ``error`` saying so."""
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
         raise error(f"{what} must be a positive number of seconds, got {json.dumps(ttl, default=str)}")
+    if ttl > MAX_TTL:
+        raise error(f"{what} must be at most {MAX_TTL} seconds (100 years), got {describe(ttl)}")
     return ttl
 
 

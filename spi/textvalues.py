@@ -19,11 +19,14 @@ from typing import Any
 
 from spi.errors import InvalidFieldError
 from spi.spec import TableSpec
-from spi.types import FieldType, validate_value
+from spi.types import FieldType, describe, validate_value
 
 _WHOLE_FLOAT = re.compile(r"\s*([+-]?\d+)\.0+\s*")
 """A float written with no fractional part (``433.0``), as pandas writes integer
 columns that have gaps."""
+_DIGITS = re.compile(r"[+-]?[0-9]+")
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+"""The control characters a terminal may act on (C0 but the line feed, DEL, C1)."""
 
 
 def parse_timestamp(text: str, column: str) -> dt.datetime:
@@ -36,7 +39,7 @@ def parse_timestamp(text: str, column: str) -> dt.datetime:
             value = dt.datetime.fromisoformat(raw.replace("z", "Z"))
     except (ValueError, IndexError):
         raise InvalidFieldError(
-            f"column {column!r} is a timestamp; {text!r} is not ISO 8601 (e.g. 2024-05-01T12:00:00Z)",
+            f"column {column!r} is a timestamp; {describe(text)} is not ISO 8601 (e.g. 2024-05-01T12:00:00Z)",
             column=column,
         ) from None
     if value.tzinfo is None:
@@ -71,11 +74,15 @@ def parse_word(spec: TableSpec, column: str, text: str) -> Any:
         try:
             value = float(text)
         except ValueError:
-            raise InvalidFieldError(f"column {column!r} is {ftype}; {text!r} is not a number", column=column) from None
+            raise InvalidFieldError(
+                f"column {column!r} is {ftype}; {describe(text)} is not a number", column=column
+            ) from None
     elif ftype is FieldType.BOOL:
         lowered = text.lower()
         if lowered not in ("true", "false"):
-            raise InvalidFieldError(f"column {column!r} is bool; use true or false, not {text!r}", column=column)
+            raise InvalidFieldError(
+                f"column {column!r} is bool; use true or false, not {describe(text)}", column=column
+            )
         value = lowered == "true"
     elif ftype is FieldType.TIMESTAMP:
         value = parse_timestamp(text, column)
@@ -95,9 +102,15 @@ def _integer(text: str, column: str, ftype: FieldType, *, whole_float: bool = Fa
     except ValueError:
         pass
     match = _WHOLE_FLOAT.fullmatch(text) if whole_float else None
-    if match is None:
-        raise InvalidFieldError(f"column {column!r} is {ftype}; {text!r} is not an integer", column=column)
-    return int(match.group(1), 10)
+    whole = text.strip() if match is None else match.group(1)
+    if _DIGITS.fullmatch(whole) is None:
+        raise InvalidFieldError(f"column {column!r} is {ftype}; {describe(text)} is not an integer", column=column)
+    try:
+        return int(whole, 10)
+    except ValueError:  # more digits than int() converts: beyond any integer column
+        raise InvalidFieldError(
+            f"column {column!r} is {ftype}; {describe(text)} is out of range", column=column
+        ) from None
 
 
 def require_key_text(spec: TableSpec, column: str, text: str) -> None:
@@ -177,7 +190,17 @@ def to_word(value: Any) -> str:
     return json.dumps(value) if isinstance(value, (int, float)) else str(value)
 
 
+def visible(text: str) -> str:
+    """``text`` with every control character (C0 but ``\\n``, DEL, C1) written as a
+    visible ``\\xNN`` escape (``\\x1b``, ``\\x0d``), so text from a value shown on a
+    terminal can move no cursor, set no title and clear no screen. Line feeds stay:
+    each display shows line breaks its own way."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def key_words(spec: TableSpec, key: Sequence[Any]) -> str:
     """A key (values in key order) as ``col=value`` words, ``region=eu id=42``, each
     quoted for a POSIX shell where it needs it, as messages show keys."""
-    return " ".join(shlex.quote(f"{column}={to_word(value)}") for column, value in zip(spec.primary_key, key))
+    return " ".join(shlex.quote(visible(f"{column}={to_word(value)}")) for column, value in zip(spec.primary_key, key))

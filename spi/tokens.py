@@ -53,7 +53,7 @@ def decode_token(spec: TableSpec, token: str, *, order_by: str | None, descendin
         position = ScanPosition(doc["o"], bool(doc["d"]), last)
         ok = doc["v"] == _VERSION
         table, fingerprint = doc["t"], doc["s"]
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
+    except (binascii.Error, ValueError, KeyError, TypeError, RecursionError):
         raise InvalidFieldError("scan token is malformed; pass the token a previous page returned") from None
     if not ok or table != spec.name:
         raise InvalidFieldError(f"scan token belongs to another table ({table!r}), not {spec.name!r}")

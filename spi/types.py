@@ -53,7 +53,11 @@ def to_float32(value: float) -> float:
     return float(_FLOAT32.unpack(_FLOAT32.pack(value))[0])
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
+    """``repr(value)`` for an error message, cut to 60 characters (an integer too long
+    to write out in decimal is shown by its number of digits)."""
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"an integer of about {int(value.bit_length() * math.log10(2))} digits"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -88,7 +92,7 @@ def validate_value(ftype: FieldType, value: Any, column: str, *, in_key: bool = 
         lo, hi = _INT_RANGE[ftype]
         if not lo <= value <= hi:
             raise InvalidFieldError(
-                f"value {value} is out of range for {ftype} column {column!r} ({lo}..{hi})",
+                f"value {describe(value)} is out of range for {ftype} column {column!r} ({lo}..{hi})",
                 column=column,
             )
         return int(value)
@@ -101,7 +105,7 @@ def validate_value(ftype: FieldType, value: Any, column: str, *, in_key: bool = 
                 number = to_float32(number)
         except OverflowError:
             raise InvalidFieldError(
-                f"value {_describe(value)} is out of range for {ftype} column {column!r}",
+                f"value {describe(value)} is out of range for {ftype} column {column!r}",
                 column=column,
             ) from None
         if math.isnan(number):
@@ -214,7 +218,7 @@ def _check_size(size: int, column: str, key_limited: bool) -> None:
 
 def _type_error(ftype: FieldType, value: Any, column: str) -> InvalidFieldError:
     return InvalidFieldError(
-        f"column {column!r} is {ftype}; got {type(value).__name__} {_describe(value)}", column=column
+        f"column {column!r} is {ftype}; got {type(value).__name__} {describe(value)}", column=column
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ from spi.types import (
     MAX_KEY_BYTES,
     MAX_VALUE_BYTES,
     FieldType,
+    describe,
     validate_value,
 )
 
@@ -125,9 +127,9 @@ def check_limit(limit: Any, *, required: bool = False) -> int | None:
 
 
 def check_batch_size(batch_size: Any) -> int:
-    """Validate a ``batch_size`` argument: a positive integer."""
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise InvalidFieldError(f"batch_size must be a positive integer, got {batch_size!r}")
+    """Validate a ``batch_size`` argument: a positive integer up to :data:`sys.maxsize`."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or not 1 <= batch_size <= sys.maxsize:
+        raise InvalidFieldError(f"batch_size must be an integer from 1 to {sys.maxsize}, got {describe(batch_size)}")
     return batch_size
 
 

@@ -30,6 +30,8 @@ overflow the recursion of the code that evaluates and compiles them, so they are
 :class:`WhereSyntaxError` naming the first parenthesis past the limit, or the operator
 at which the expression, counted from its innermost predicate, got too deep. A filter
 written out with ``str()`` has no more parentheses than levels, so it parses back.
+A where-clause holds at most :data:`MAX_PREDICATES` predicates (a
+:class:`WhereSyntaxError` at the first one past it).
 """
 
 from __future__ import annotations
@@ -42,13 +44,18 @@ from spi.errors import InvalidFieldError, WhereSyntaxError
 from spi.filters import And, Compare, Expr, In, IsNull, Like, Not, Or
 from spi.spec import TableSpec
 from spi.textvalues import decode_base64, parse_timestamp
-from spi.types import FieldType, validate_value
+from spi.types import FieldType, describe, validate_value
 
 KEYWORDS = ("and", "or", "not", "in", "like", "between", "is", "null", "true", "false")
 """The where-clause keywords (any case): never read as column names."""
 
 MAX_DEPTH = 50
 """How deep parentheses may nest, and and/or/not inside one another, in a where-clause."""
+
+MAX_PREDICATES = 10_000
+"""How many predicates (``col = value``, ``col in (...)``...) a where-clause may hold:
+a filter is compiled to one Python expression, which takes seconds past this (a
+list of values is one ``in``, which may be as long as it likes)."""
 
 # One alternative a token kind; whitespace has no group. A keyword's group is the
 # keyword itself, so the kind of ``AND`` is ``"and"``.
@@ -105,6 +112,7 @@ class _Parser:
         self.tokens = _tokens(text)
         self.at = 0
         self.parens = 0
+        self.predicates = 0
         # The first column or type error, raised only once the whole text has parsed.
         self.error: InvalidFieldError | None = None
 
@@ -177,7 +185,15 @@ class _Parser:
         return depth + 1
 
     def predicate(self) -> tuple[Expr, int]:
-        column = self.take("name").text
+        name = self.take("name")
+        column = name.text
+        self.predicates += 1
+        if self.predicates > MAX_PREDICATES:
+            raise WhereSyntaxError(
+                f"where: more than {MAX_PREDICATES} predicates at position {name.pos + 1} "
+                "(a list of values is one predicate: col in (a, b, ...))",
+                position=name.pos + 1,
+            )
         negated = self.peek() == "not"
         if negated:
             self.at += 1
@@ -212,6 +228,12 @@ class _Parser:
                 self.error = exc
         return IsNull(column), depth  # a stand-in: parse() raises self.error instead of returning
 
+    def _after_operator(self, token: _Token) -> bool:
+        """Whether ``token`` stands where a value goes (after a comparison, ``like``,
+        ``between``, or in an ``in (...)`` list)."""
+        at = self.tokens.index(token)
+        return at > 0 and self.tokens[at - 1].kind in ("op", "like", "between", "(", ",")
+
     def unexpected(self, token: _Token) -> WhereSyntaxError:
         pos = token.pos + 1
         if token.kind == "end":
@@ -221,7 +243,10 @@ class _Parser:
         hint = ""
         if token.text.lower() in KEYWORDS and self.spec.has_column(token.text):
             hint = f" ({token.text!r} is a keyword: a column of that name cannot be used in a where-clause)"
-        return WhereSyntaxError(f"where: unexpected {token.text!r} at position {pos}{hint}", position=pos)
+        elif token.kind == "name" and not self.spec.has_column(token.text) and self._after_operator(token):
+            quoted = token.text.replace("'", "''")
+            hint = f"; text values are quoted: '{quoted}'"
+        return WhereSyntaxError(f"where: unexpected {describe(token.text)} at position {pos}{hint}", position=pos)
 
 
 def _predicate(spec: TableSpec, column: str, form: str, negated: bool, values: list[_Token]) -> Expr:
@@ -267,7 +292,12 @@ def _literal(token: _Token, column: str, ftype: FieldType) -> Any:
     elif kind == "number":
         raw = token.text
         if ftype.is_integer and raw.lstrip("+-").isdigit():
-            value = int(raw)
+            try:
+                value = int(raw)
+            except ValueError:  # more digits than int() converts: beyond any integer column
+                raise InvalidFieldError(
+                    f"where: {describe(raw)} is out of range for {ftype} column {column!r}", column=column
+                ) from None
         elif ftype in (FieldType.FLOAT, FieldType.DOUBLE):
             value = float(raw)
         else:
@@ -280,6 +310,7 @@ def _literal(token: _Token, column: str, ftype: FieldType) -> Any:
 
 
 def _mistyped(column: str, ftype: FieldType, shown: str) -> InvalidFieldError:
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
     hint = {
         FieldType.BYTES: " (write bytes as 'b64:<base64>')",
         FieldType.TIMESTAMP: " (write timestamps as quoted ISO 8601)",

@@ -67,8 +67,9 @@ class TestSpecFlag:
 class TestArguments:
     def test_revisions(self) -> None:
         assert check_revision(0) == 0 and check_revision(7) == 7
-        for bad in (-1, True, 1.0, "3", None):
-            with pytest.raises(InvalidFieldError, match="non-negative integer"):
+        assert check_revision(2**63 - 1) == 2**63 - 1
+        for bad in (-1, True, 1.0, "3", None, 2**63, 10**5000):
+            with pytest.raises(InvalidFieldError, match="an integer from 0 to 9223372036854775807"):
                 check_revision(bad)
 
     def test_timeouts(self) -> None:

@@ -79,6 +79,27 @@ def test_applies_revisions_with_versions_and_expiry_and_reruns_change_nothing(ds
     assert kv.ok("table", "list").lines() == ['{"name":"items"}']
 
 
+def test_a_put_of_the_row_the_destination_holds_records_no_second_event(dst: str) -> None:
+    """``copy --follow``'s case: its initial copy read a row ahead of the revision that
+    wrote it; applying that revision's put (same version, values, expiry) is a no-op,
+    while a put differing in anything is written."""
+    kv = Kvctl(dst)
+    assert kv.ok("apply", "items", input=_put(3, "a", 1, 7, EXPIRES.isoformat()) + "\n").out == "1\n"
+    stream = [
+        _put(3, "a", 1, 7, EXPIRES.isoformat()),  # held already: no event
+        _put(4, "a", 1, 7),  # the expiry differs
+        _put(5, "a", 2, 7),  # a value differs
+        _put(6, "a", 2, 9),  # the version differs
+        _put(7, "a", 2, 9),  # held already
+    ]
+    assert kv.ok("apply", "items", "--source", "other", input="\n".join(stream) + "\n").out == "5\n"
+    with spi.connect(dst) as p:
+        puts = [(c.row["n"], c.version, c.expires_at) for c in p.changes("items") if c.row is not None]
+        assert applied.position(p, "items", "other") == 7
+    assert puts == [(1, 7, EXPIRES), (1, 7, None), (2, 7, None), (2, 9, None)]
+    assert _rows(dst) == {"a": (2, 9, None)}
+
+
 def test_a_malformed_line_keeps_the_revisions_before_it(dst: str, tmp_path: Path) -> None:
     kv = Kvctl(dst)
     bad = [*STREAM[:4], _put(5, "x", 1, 1), "{not json", _put(6, "y", 1, 1)]

@@ -23,7 +23,7 @@ def test_wide_and_zero_width_characters_keep_the_borders_in_line(monkeypatch: py
     out = io.StringIO()
     grid = Grid(["name", "v"], out)
     for name in ["東京", "żółw 🐢", "e\u0301\u200bx", "plain"]:
-        grid.add([name, "1"])
+        grid.add([name, "1"], [True, False])
     grid.close()
     lines = out.getvalue().splitlines()
     assert len({cell_len(line) for line in lines}) == 1, lines  # every line as wide on screen
@@ -35,7 +35,7 @@ def test_a_cut_wide_value_stays_in_its_column(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("NO_COLOR", "1")
     out = Terminal()
     grid = Grid(["id", "text"], out)
-    grid.add(["1", "漢字" * 30])
+    grid.add(["1", "漢字" * 30], [False, True])
     grid.close()
     lines = out.getvalue().splitlines()
     assert {cell_len(line) for line in lines} == {30} and lines[3].rstrip("│ ").endswith("…"), lines
@@ -47,8 +47,8 @@ def test_rows_that_cannot_fit_go_one_column_per_line(monkeypatch: pytest.MonkeyP
     headers = [f"column{i}" for i in range(8)]
     out = Terminal()
     grid = Grid(headers, out)
-    grid.add([f"value{i}" for i in range(8)])
-    grid.add(["null", "two\nlines", *["x"] * 6])
+    grid.add([f"value{i}" for i in range(8)], [True] * 8)
+    grid.add(["null", "two\nlines", *["x"] * 6], [False] + [True] * 7)
     grid.close()
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("-[ RECORD 1 ]") and lines[1] == "column0 | value0"

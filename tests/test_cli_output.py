@@ -34,11 +34,11 @@ def test_rows_are_drawn_once_the_sample_is_full_and_cut_to_its_widths(monkeypatc
     out = io.StringIO()
     grid = Grid(["k", "v"], out)
     for i in range(SAMPLE_ROWS - 1):
-        grid.add([str(i), "x"])
+        grid.add([str(i), "x"], [True, True])
     assert out.getvalue() == ""  # still sampling
-    grid.add(["last", "y"])
+    grid.add(["last", "y"], [True, True])
     assert len(_lines(out)) == 3 + SAMPLE_ROWS  # top, header, rule, the sample
-    grid.add(["a much longer key than any sampled", "two\nlines"])
+    grid.add(["a much longer key than any sampled", "two\nlines"], [True, True])
     grid.close()
     lines = _lines(out)
     assert lines[1] == "┃ k    ┃ v ┃"
@@ -52,8 +52,8 @@ def test_the_grid_fits_the_terminal_and_dims_null_only_in_colour(monkeypatch: py
     monkeypatch.delenv("NO_COLOR", raising=False)
     out = _Terminal()
     grid = Grid(["id", "text"], out)
-    grid.add(["1", "y" * 100])
-    grid.add(["2", "null"])
+    grid.add(["1", "y" * 100], [True, True])
+    grid.add(["2", "null"], [True, True])
     grid.close()
     lines = _lines(out)
     assert all(len(line) <= 40 for line in lines if "\x1b" not in line)
@@ -62,7 +62,7 @@ def test_the_grid_fits_the_terminal_and_dims_null_only_in_colour(monkeypatch: py
     monkeypatch.setenv("NO_COLOR", "1")
     plain = _Terminal()
     grid = Grid(["id"], plain)
-    grid.add(["null"])
+    grid.add(["null"], [False])
     grid.close()
     assert "\x1b" not in plain.getvalue()
 

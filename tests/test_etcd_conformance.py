@@ -21,9 +21,9 @@ class TestEtcdConformance(ConformanceTests):
     """An overwrite is one transaction, and one etcd transaction holds 128 operations at
     etcd's defaults (SPI.md, Connecting): the kit's 1,200-row overwrite is refused here
     (below)."""
-    fed_load_batch = 50
-    """A load batch is cut to pieces one etcd transaction holds (56 rows of ORDERS at
-    128 operations): 50-row batches stay one revision each."""
+    fed_load_batch = 40
+    """A load batch is cut to pieces one etcd transaction holds (48 rows of ORDERS at
+    128 operations): 40-row batches stay one revision each."""
 
     @pytest.fixture
     def provider_factory(self, etcd_factory: Callable[..., Any]) -> Callable[[], Any]:

@@ -110,7 +110,7 @@ def test_a_bulk_load_survives_a_killed_leader_batch_by_batch(cluster: Any, etcd_
     p = etcd_factory()
     p.admin.create(SPEC)
     t = p.table("t")
-    batch, total = 50, 3000  # 50 rows fit one etcd transaction at its default 128 operations
+    batch, total = 40, 2400  # 40 rows fit one etcd transaction at its default 128 operations
     acknowledged: list[int] = []
     failure: list[BaseException] = []
 

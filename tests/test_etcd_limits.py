@@ -143,7 +143,7 @@ def test_the_spark_sink_cuts_a_micro_batch_to_fit(spark: Any, etcd_factory: Call
 
 def test_a_cluster_with_raised_limits_takes_bigger_pieces(tmp_path: Path) -> None:
     """A member started with ``--max-txn-ops=1024`` and a URL that says so: pieces of
-    (1024 - 16) // 4 rows, so fewer transactions."""
+    (1024 - 32) // 4 rows, so fewer transactions."""
     binary = shutil.which("etcd")
     need("etcd", binary is not None, "no etcd binary found (run scripts/ensure-etcd.sh)")
     assert binary is not None
@@ -153,7 +153,7 @@ def test_a_cluster_with_raised_limits_takes_bigger_pieces(tmp_path: Path) -> Non
             p.admin.create(ITEMS)
             seen: list[int] = []
             assert p.table("items").load(_rows(1000), progress=seen.append) == 1000
-            assert seen[0] == load_piece(1024, 2, True) == 252
+            assert seen[0] == load_piece(1024, 2, True) == 248
             assert p.admin.verify("items") == []
     finally:
         member.stop()

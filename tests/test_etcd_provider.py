@@ -110,14 +110,14 @@ def test_a_transaction_beyond_one_request_writes_nothing(etcd_factory: Callable[
 
 
 def test_loads_are_cut_into_pieces_one_transaction_holds(etcd_factory: Callable[..., Any]) -> None:
-    assert load_piece(1024, 0, False) == 1008 and load_piece(1024, 1, False) == 504
-    assert load_piece(128, 1, False) == 56  # etcd's default --max-txn-ops
+    assert load_piece(1024, 0, False) == 992 and load_piece(1024, 1, False) == 496
+    assert load_piece(128, 1, False) == 48  # etcd's default --max-txn-ops
     p = etcd_factory()
     p.admin.create(SPEC)
     seen: list[int] = []
     n = p.table("t").load(({"k": i, "v": str(i % 7)} for i in range(1100)), progress=seen.append)
     assert n == 1100 and p.table("t").count() == 1100 and p.admin.verify("t") == []
-    assert seen[0] == 56
+    assert seen[0] == 48
 
 
 def test_a_catalog_change_by_another_client_is_seen_by_remembered_layouts(etcd_factory: Callable[..., Any]) -> None:

@@ -18,6 +18,7 @@ from conftest import need
 from pg_server import ThrowawayPostgres, find_bindir
 
 import spi
+from kvctl.cmdline import WARNING
 from providers.postgres.url import CONNECT_TIMEOUT
 
 SLACK = 10.0
@@ -65,6 +66,8 @@ def test_commands_against_a_stopped_server_exit_3_within_the_connect_timeout(fro
     with ThreadPoolExecutor(2) as pool:
         outcomes = list(pool.map(run, [["table", "list"], ["get", "T", "k=1"]]))
     for res, elapsed in outcomes:
+        assert res.err.startswith(WARNING + "\n")  # the URL's password, hidden from ps
+        res.err = res.err.removeprefix(WARNING + "\n")
         assert_one_error(res, 3)
         assert "timeout" in res.err and "127.0.0.1" in res.err
         assert "s3cret" not in res.err and "***" in res.err

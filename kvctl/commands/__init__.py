@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "revision": "kvctl.commands.watch",
     "apply": "kvctl.commands.apply",
     "copy": "kvctl.commands.copy",
+    "diff": "kvctl.commands.diff",
     "export": "kvctl.commands.transfer",
     "import": "kvctl.commands.transfer",
     "migrate": "kvctl.commands.migrate",

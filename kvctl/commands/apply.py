@@ -18,14 +18,14 @@ from typing import Annotated, Any
 import typer
 
 import spi
-from kvctl import options
+from kvctl import jsontext, options
 from kvctl.common import typed_values
 from kvctl.errors import CliError
 from kvctl.groups import Command
 from kvctl.inputs import open_input
 from kvctl.output import print_value
 from kvctl.partway import Tally, reporting, rerun
-from kvctl.replay import Event, Target, apply_revision
+from kvctl.replay import Event, Replayer, Target
 from kvctl.state import get_state
 from spi import applied
 from spi.changes import OPS, PUT
@@ -69,6 +69,7 @@ def apply(
     spec = provider.admin.get_spec(table)
     applied.ensure_table(provider)
     tally = Tally(revisions=0)
+    replayer = Replayer(provider)
     again = " with the same input" if file == "-" else ""
     stream = open_input(file)
     try:
@@ -77,7 +78,7 @@ def apply(
         ):
             for revision, events in _revisions(spec, stream, source):
                 with tally.committing():
-                    if apply_revision(provider, revision, events):
+                    if replayer.apply(revision, events):
                         tally.applied()
     except BadLine as exc:
         done = tally.revisions or 0
@@ -108,7 +109,7 @@ def _revisions(spec: spi.TableSpec, lines: Iterator[str], source: str | None) ->
 def _parse(spec: spi.TableSpec, number: int, text: str) -> spi.Change | int:
     """One input line: an event, or the revision of a ``{"progress": R}`` line."""
     try:
-        line = json.loads(text)
+        line = jsontext.loads(text)
     except json.JSONDecodeError as exc:
         raise BadLine(number, f"not valid JSON: {exc.msg} at character {exc.pos + 1}") from None
     if not isinstance(line, dict):

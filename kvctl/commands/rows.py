@@ -166,7 +166,7 @@ def get(
         values["_version"] = row.version
         if row.expires_at is not None:
             values["_expires_at"] = row.expires_at
-    printer = RowPrinter(get_state(ctx).output_format(output), values, single=True)
+    printer = RowPrinter(get_state(ctx).output_format(output), values, single=True, keys=spec.primary_key)
     printer.add(values)
     printer.close()
 

@@ -84,7 +84,7 @@ def scan(
     types = {c: spec.type_of(c) for c in shown}
     if versions:  # each row's version and expiry (null: never; put --ttl gives one on any table)
         types |= {"_version": FieldType.LONG, "_expires_at": FieldType.TIMESTAMP}
-    printer = RowPrinter(get_state(ctx).output_format(output), list(types), types=types)
+    printer = RowPrinter(get_state(ctx).output_format(output), list(types), types=types, keys=spec.primary_key)
     printer.add_all(with_versions(rows) if versions else rows)
     printer.close()
     paging.continue_hint(printer.count, None if pages is None else pages.token, default_limit=limit is None)

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 import spi
-from kvctl import options
+from kvctl import jsontext, options
 from kvctl.common import typed_values
 from kvctl.errors import NOT_DONE, CliError, message_for
 from kvctl.groups import Command
@@ -57,7 +57,7 @@ def read_document(path: str) -> list[dict[str, Any]]:
     except OSError as exc:
         raise CliError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        doc = json.loads(text)
+        doc = jsontext.loads(text)
     except json.JSONDecodeError as exc:
         raise CliError(f"txn input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     if not isinstance(doc, dict) or set(doc) != {"ops"} or not isinstance(doc["ops"], list):

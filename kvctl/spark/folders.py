@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import spi
+from kvctl import jsontext
 
 SPEC_FILE = "_kvctl_spec.json"
 """The spec an export writes into its folder."""
@@ -90,7 +91,7 @@ def spec_for_import(path: str, table: str, pk: list[str] | None) -> spi.TableSpe
             )
         return None
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = jsontext.loads(file.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
             raise spi.SchemaError("a table spec must be an object with fields and primary_key")
         data = {**data, "name": table} | ({"primary_key": pk} if pk is not None else {})

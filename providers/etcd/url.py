@@ -77,7 +77,14 @@ def parse_url(url: str) -> EtcdUrl:
         )
     if any(not 0 < int(h.rsplit(":", 1)[1]) < 65536 for h in endpoints):
         raise UrlError(f"etcd URL {safe!r} has a port outside 1-65535")
-    prefix = unquote(path).strip("/") or DEFAULT_PREFIX
+    given = unquote(path)
+    prefix = given.removesuffix("/") or DEFAULT_PREFIX
+    odd = next((part for part in prefix.split("/") if part in ("", ".", "..")), None)
+    if odd is not None:
+        raise UrlError(
+            f"etcd key prefix {given!r} has {'an empty part' if not odd else f'a {odd!r} part'}: "
+            "a prefix is names joined by single '/' (e.g. etcd://127.0.0.1:2379/team/app)"
+        )
     if not _PREFIX.match(prefix):
         raise UrlError(
             f"etcd key prefix {prefix!r} may hold only letters, digits, '.', '_', '~', '-' and '/' between parts"

@@ -291,10 +291,12 @@ class PgTable(NativeWrites):
         stmt = checksum_select(self._sql.table, self.spec, request.key_range, request.where, columns, versions)
         return read_checksum(self._tx.execute(stmt).one())
 
-    def _segments(self, request: ScanRequest, columns: tuple[str, ...], versions: bool, size: int) -> list[Segment]:
+    def _segments(
+        self, request: ScanRequest, columns: tuple[str, ...], versions: bool, size: int, limit: int | None
+    ) -> list[Segment]:
         """One statement numbering the rows in key order (:mod:`providers.postgres.checksum`)."""
         table, where = self._sql.table, request.where
-        stmt = segments_select(table, self.spec, request.key_range, where, columns, versions, size)
+        stmt = segments_select(table, self.spec, request.key_range, where, columns, versions, size, limit)
         return read_segments(self.spec, self._tx.execute(stmt).fetchall())
 
     def _split(self, n: int) -> list[Range]:

@@ -55,6 +55,10 @@ another process is waiting for it."""
 LOCK_NAME = "kvctl.lock"
 WAIT_NAME = "kvctl.wait"
 REVISION_NAME = "kvctl.rev"
+PRIVATE_DIRECTORY = 0o700
+"""The mode of a database directory kvctl creates: only its owner may enter it."""
+PRIVATE_FILE = 0o600
+"""The mode of kvctl's files in a database directory, and of RocksDB's at creation."""
 ANNOUNCE_POLL = 0.02
 """Seconds between two reads of ``kvctl.rev`` by a waiting watcher."""
 _POLITE_MAX = 0.5
@@ -349,7 +353,7 @@ class PathHandle:
         fd = self._wait_fd
         if fd is None:
             try:
-                fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
             except OSError:
                 return False
         try:
@@ -366,7 +370,7 @@ class PathHandle:
     def _open(self, deadline: float, timeout: float, read_only: bool) -> None:
         self._prepare_directory()
         try:
-            fd = os.open(os.path.join(self.path, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(os.path.join(self.path, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
         except OSError as exc:
             raise ProviderUnavailableError(f"rocksdb {self.path}: cannot open the lock file: {exc.strerror}") from None
         self._lock_fd = fd
@@ -380,8 +384,11 @@ class PathHandle:
         self._lock_file(fd, deadline, timeout)
         locked = monotonic()
         # Read-only mode cannot create a database: a new path is created read-write.
-        self._read_only = read_only and os.path.exists(os.path.join(self.path, "CURRENT"))
+        exists = os.path.exists(os.path.join(self.path, "CURRENT"))
+        self._read_only = read_only and exists
         self._db = self._open_db(deadline, timeout, self._read_only)
+        if not exists:
+            _make_private(self.path)
         log.debug(
             "rocksdb %s: opened%s in %.1f ms (%.1f ms waiting for the lock)",
             self.path,
@@ -390,7 +397,9 @@ class PathHandle:
             (locked - started) * 1000,
         )
         with contextlib.suppress(OSError):
-            self._wait_fd = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self._wait_fd = os.open(
+                os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE
+            )
         self.generation += 1
         self._next_waiter_check = monotonic() + QUANTUM
 
@@ -401,7 +410,7 @@ class PathHandle:
                 f"rocksdb {path} exists and is not a directory; a rocksdb: URL names a database directory"
             )
         try:
-            os.makedirs(path, exist_ok=True)
+            os.makedirs(path, PRIVATE_DIRECTORY, exist_ok=True)
             entries = os.listdir(path)
         except OSError as exc:
             raise ProviderUnavailableError(
@@ -423,7 +432,9 @@ class PathHandle:
                 except BlockingIOError:
                     pass
                 if waiting is None:
-                    waiting = os.open(os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                    waiting = os.open(
+                        os.path.join(self.path, WAIT_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE
+                    )
                     fcntl.flock(waiting, fcntl.LOCK_SH)
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -490,9 +501,19 @@ class PathHandle:
 _REVISION_BYTES = 20
 
 
+def _make_private(path: str) -> None:
+    """Give the files RocksDB just created in a new database ``path`` the owner-only
+    mode :data:`PRIVATE_FILE` (RocksDB creates them 0644 less the umask; the files it
+    makes later stay out of other users' reach in a directory kvctl made 0700)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path):
+            if entry.is_file(follow_symlinks=False):
+                os.chmod(entry.path, PRIVATE_FILE)
+
+
 def _map_revision_file(path: str) -> mmap.mmap:
     """``kvctl.rev`` mapped for writing (created as 20 zero bytes when missing)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
     try:
         if os.fstat(fd).st_size < _REVISION_BYTES:
             os.ftruncate(fd, _REVISION_BYTES)

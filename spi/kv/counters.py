@@ -6,9 +6,12 @@ the entry. On an optimistic one (:meth:`spi.kv.StoreSession.blind_counters`: etc
 rewriting one key per table would make any two concurrent inserts into the table
 conflict, so the commit writes its delta as an entry of its own under the count
 entry (``count_key`` + ``0x00`` + a random token) and only reads the count entry,
-which then never changes. Now and then (:data:`FOLD_EVERY`) a commit folds the
-deltas into one new delta: that commit reads them all (a range read, which a
-concurrent insert makes it retry), the others are untouched. A count reads the
+which then never changes. Now and then (:data:`FOLD_EVERY`) a commit folds the first
+:data:`FOLD_MAX` deltas into one new delta: that commit reads them (a range read,
+which a concurrent insert makes it retry), the others are untouched. A fold is
+bounded so that it fits a commit of a store with bounded commits (etcd's 128
+operations) however many deltas wait; folding more deltas than a fold's share of
+commits adds keeps their number small. A count reads the
 entry and the deltas — a range read, so it conflicts, as it must, with a commit
 that adds one.
 """
@@ -17,14 +20,17 @@ from __future__ import annotations
 
 import os
 import random
+from itertools import islice
 
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import pack, unpack
 
 DELTA = b"\x00"
 """After a count entry's key: its delta entries."""
-FOLD_EVERY = 32
-"""One commit in this many that writes a delta folds the table's deltas (on average)."""
+FOLD_EVERY = 16
+"""One commit in this many that writes a delta folds deltas (on average)."""
+FOLD_MAX = 24
+"""The most deltas one fold reads and removes (the operations it adds to its commit)."""
 
 
 def delta_key(count_key: bytes) -> bytes:
@@ -32,9 +38,9 @@ def delta_key(count_key: bytes) -> bytes:
     return count_key + DELTA + os.urandom(8)
 
 
-def _deltas(view: WriteBuffer, count_key: bytes) -> tuple[list[bytes], int]:
-    """The delta entries under ``count_key`` and their sum."""
-    found = list(view.iterate(count_key + DELTA, count_key + b"\x01", False))
+def _deltas(view: WriteBuffer, count_key: bytes, most: int | None = None) -> tuple[list[bytes], int]:
+    """The delta entries under ``count_key`` (the first ``most`` when given) and their sum."""
+    found = list(islice(view.iterate(count_key + DELTA, count_key + b"\x01", False), most))
     return [k for k, _ in found], sum(int(unpack(v)) for _, v in found)
 
 
@@ -66,11 +72,11 @@ def add(buffer: WriteBuffer, count_key: bytes, delta: int) -> None:
     blind = buffer.blind_counters()
     if not blind or random.randrange(FOLD_EVERY):
         buffer.put(*adding(count_key, raw, delta, blind))
-    else:  # fold the deltas into one: the count entry itself, which every adder reads, stays as it is
-        keys, total = _deltas(buffer, count_key)
+    else:  # fold deltas into one: the count entry itself, which every adder reads, stays as it is
+        keys, total = _deltas(buffer, count_key, FOLD_MAX)
         for key in keys:
             buffer.remove(key)
         buffer.put(delta_key(count_key), pack(total + delta))
 
 
-__all__ = ["DELTA", "FOLD_EVERY", "add", "adding", "delta_key", "stored"]
+__all__ = ["DELTA", "FOLD_EVERY", "FOLD_MAX", "add", "adding", "delta_key", "stored"]

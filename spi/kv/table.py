@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
 from typing import Any, NamedTuple
 
+from spi.checksum import row_hasher
 from spi.filters import Expr
 from spi.kept import write_kept
 from spi.keys import Range, ResolvedRange, key_of, resolve_range
@@ -276,6 +277,11 @@ class KvTable(TableBase):
 
     def _scan_list(self, request: ScanRequest) -> list[Row]:
         return self._scanner.row_list(request)
+
+    def _row_hasher(self, columns: tuple[str, ...], versions: bool) -> Callable[[Row], bytes]:
+        """Digests read from the layout's row structs (timestamps as stored, microseconds)."""
+        rows = self._layout.row_type
+        return row_hasher(self.spec, columns, versions, (rows, rows.fields, self._layout.timestamps))
 
     def _count(self, key_range: ResolvedRange, where: Expr | None) -> int:
         return self._scanner.count(key_range, where)

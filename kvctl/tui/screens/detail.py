@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Header, Label, Static
 import spi
 from kvctl.durations import describe_seconds
 from kvctl.output import dumps
-from kvctl.render import json_row, word
+from kvctl.render import json_row, visible, word
 from kvctl.tui.browser import key_words
 from kvctl.tui.widgets.footer import KeysFooter
 
@@ -70,7 +70,7 @@ class RowDetailScreen(Screen[str | None]):
                 kind = f"{f.type}" + (", key" if self._spec.is_key(f.name) else "")
                 kind += ", indexed" if self._spec.is_indexed(f.name) else ""
                 yield Label(Text.assemble((f.name, "bold"), f"  {kind}"), classes="detail-name")
-                text = Text(word(value), style="dim" if value is None else "")
+                text = Text(visible(word(value)), style="dim" if value is None else "")
                 yield Static(text, classes="detail-value", id=f"value-{f.name}")
         yield KeysFooter()
 

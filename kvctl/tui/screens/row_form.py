@@ -5,7 +5,9 @@ numbers, ``true``/``false``, ISO 8601 timestamps, ``b64:`` bytes); bool columns 
 true/false choice; nullable columns a ``null`` box. The form saves itself, in a worker:
 an insert for a new row, an update at the version shown for an edit. When the save
 fails the form stays open with everything typed and the error; when the row changed
-meanwhile it offers to reload it (keeping the fields the user edited). Keys: see
+meanwhile it offers to reload it (keeping the fields the user edited). A value's
+control characters show as ``\\xNN`` text (:func:`kvctl.render.visible`); only edited
+fields are saved, so a field left as shown keeps its value. Keys: see
 :mod:`kvctl.tui.screens.forms` (first field focused, ``ctrl+s``, Enter, ``esc``).
 """
 
@@ -22,7 +24,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 import spi
 from kvctl.errors import message_for
-from kvctl.render import word
+from kvctl.render import visible, word
 from kvctl.tui.browser import insert_row, key_of, key_words, update_row
 from kvctl.tui.screens.dialogs import ConfirmScreen
 from kvctl.tui.screens.forms import FormScreen
@@ -118,7 +120,7 @@ class RowFormScreen(FormScreen[Saved | None]):
                                 disabled=locked,
                             )
                         else:
-                            text = "" if value is None else word(value)
+                            text = "" if value is None else visible(word(value))
                             yield Input(
                                 value=text,
                                 placeholder="required" if is_key else PLACEHOLDERS.get(f.type, ""),
@@ -153,7 +155,7 @@ class RowFormScreen(FormScreen[Saved | None]):
         value = self._row.get(column)
         if self._spec.type_of(column) is spi.FieldType.BOOL:
             return "true" if value else "false"
-        return "" if value is None else word(value)
+        return "" if value is None else visible(word(value))
 
     def _edited(self, column: str) -> bool:
         if self._row is None:
@@ -291,7 +293,7 @@ class RowFormScreen(FormScreen[Saved | None]):
             if isinstance(widget, Select):
                 widget.value = bool(value)
             elif isinstance(widget, Input):
-                widget.value = "" if value is None else word(value)
+                widget.value = "" if value is None else visible(word(value))
             if self.query(f"#null-{column}"):
                 self.query_one(f"#null-{column}", Checkbox).value = value is None
         self.query_one("#form-title", Label).update(self._title())

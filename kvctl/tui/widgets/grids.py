@@ -2,7 +2,8 @@
 
 Cells show values as typed on the command line (:func:`kvctl.render.word`: ``null``,
 ``b64:...`` bytes, ISO 8601 timestamps), cut to :data:`MAX_CELL` characters on one
-line; the row detail shows them whole.
+line, control characters as ``\\xNN`` (:func:`kvctl.render.visible`); the row detail
+shows them whole.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable
 
-from kvctl.render import word
+from kvctl.render import visible, word
 from kvctl.tui.live import CHANGED, DELETED, NEW
 
 MAX_CELL = 40
@@ -26,8 +27,9 @@ MARKS = {CHANGED: ("●", "bold yellow"), NEW: ("+", "bold green"), DELETED: ("�
 
 
 def cell(value: Any) -> Text:
-    """A value as a one-line cell: nulls dim, line breaks as ``↵``, long values cut with ``…``."""
-    text = word(value).replace("\r\n", "↵").replace("\n", "↵").replace("\r", "↵")
+    """A value as a one-line cell: nulls dim, line breaks as ``↵``, other control
+    characters as ``\\xNN``, long values cut with ``…``."""
+    text = visible(word(value).replace("\r\n", "↵").replace("\n", "↵"))
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 1] + "…"
     return Text(text, style="dim" if value is None else "", no_wrap=True)
