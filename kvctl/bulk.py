@@ -15,6 +15,7 @@ in batches, each atomic, with a progress bar on stderr when it is a terminal.
 from __future__ import annotations
 
 import contextlib
+import csv
 import itertools
 import os
 import pickle
@@ -26,8 +27,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
 import spi
+from kvctl import headers
 from kvctl.errors import CliError, NotDone
-from kvctl.inputs import InputError, TextOptions, choose_format, coerce, open_input, read_records
+from kvctl.inputs import InputError, TextOptions, choose_format, coerce, open_input, read_header, read_records
 from spi.types import describe
 
 
@@ -86,6 +88,13 @@ class Input:
             if stream is not None:
                 stream.close()
         self.path = self._copy.name
+
+    def report_renames(self, kind: str) -> None:
+        """On stderr, each CSV/TSV header renamed to be a column name
+        (:func:`kvctl.headers.report`); an unreadable header is the readers' to report."""
+        if kind in ("csv", "tsv"):
+            with contextlib.suppress(UnicodeDecodeError, csv.Error):
+                headers.report(read_header(self.path, kind, self.text.separator(kind)))
 
     def records(self, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
         """The raw records with their lines (:func:`kvctl.inputs.read_records`)."""
@@ -266,6 +275,7 @@ def check(spec: spi.TableSpec, path: str, fmt: str | None, text: TextOptions | N
         with open_input(source.path) as stream:
             kind = choose_format(path, fmt, stream)
         source.text.check_format(kind)
+        source.report_renames(kind)
         columnar = _columnar(spec, source, kind)
         if columnar is not None:
             return columnar  # it keeps the input, to find the line of a row that fails to load

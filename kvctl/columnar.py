@@ -33,7 +33,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import spi
-from kvctl.inputs import InputError, TextOptions
+from kvctl.headers import column_names
+from kvctl.inputs import InputError, TextOptions, read_header
 from spi.arrow import arrow_schema, arrow_type
 from spi.textvalues import from_json_value, parse_field
 from spi.types import MAX_KEY_BYTES, MAX_VALUE_BYTES, FieldType
@@ -92,20 +93,25 @@ def read_batches(
 ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """The schema and the typed record batches of a well-formed CSV/TSV file (see
     :func:`well_formed`; fields split at ``text.separator``, ``text.null`` fields null);
-    the columns are those of the header, typed as the spec says. Raises
+    the columns are the header's column names (:func:`kvctl.headers.column_names`),
+    typed as the spec says. Raises
     :class:`Undecided` when pyarrow cannot parse the file (and for the first bad record
     while iterating)."""
     import pyarrow as pa
     import pyarrow.csv as pa_csv
 
     delimiter = text.separator(kind)
-    read = pa_csv.ReadOptions(block_size=_block_size(path), use_threads=False)
     parse = pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
     try:
-        with open(path, encoding="utf-8-sig", newline="") as header_text:
-            header = next(csv.reader(header_text, dialect=_dialect(kind), delimiter=delimiter), [])
-        if len(set(header)) != len(header) or not set(spec.primary_key) <= set(header) <= set(spec.columns):
+        written = read_header(path, kind, delimiter)
+        header = column_names(written)
+        if any("\n" in h or "\r" in h for h in written) or not set(spec.primary_key) <= set(header) <= set(
+            spec.columns
+        ):
             raise Undecided(None)  # no header, or a bad one: the reference reader says what is wrong
+        read = pa_csv.ReadOptions(
+            block_size=_block_size(path), use_threads=False, column_names=header, skip_rows=1
+        )  # the header's column names (kvctl.headers), not the text written
         nulls = [] if text.null is None else [text.null]
         convert = pa_csv.ConvertOptions(
             column_types=dict.fromkeys(header, pa.string()),
@@ -114,7 +120,7 @@ def read_batches(
             quoted_strings_can_be_null=bool(nulls),
         )
         reader = pa_csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert)
-    except (pa.ArrowException, UnicodeDecodeError):
+    except (pa.ArrowException, UnicodeDecodeError, csv.Error):
         raise Undecided(None) from None
     schema = arrow_schema(spec, header)
     return schema, _typed(spec, schema, reader)

@@ -84,6 +84,7 @@ def infer_spec(
         with open_input(source.path) as stream:
             kind = choose_format(path, fmt, stream)
         text.check_format(kind)
+        source.report_renames(kind)
         delimited = kind in ("csv", "tsv")
         types: dict[str, str | None] = {}
         for line, record in source.records(kind):
@@ -97,6 +98,9 @@ def infer_spec(
                 kind_of = _text_type(value) if delimited else _json_type(value)
                 types[column] = _wider(types.get(column), kind_of)
             for column in pk:
+                if column not in record and delimited:
+                    columns = ", ".join(record)
+                    raise InputError(source.source, 1, f"--pk names {column!r}, not a column (columns: {columns})")
                 if column not in record:
                     raise InputError(source.source, line, "a key column needs a value", column)
     finally:

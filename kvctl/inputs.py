@@ -22,6 +22,7 @@ from typing import Any, TextIO
 import spi
 from kvctl import jsontext
 from kvctl.errors import CliError
+from kvctl.headers import column_names
 from spi.textvalues import from_json_value, parse_field
 from spi.types import MAX_VALUE_BYTES
 from spi.validate import validate_row
@@ -222,16 +223,24 @@ def _json_array(stream: TextIO, source: str, head: str = "") -> Iterator[tuple[i
         raise InputError(source, line, "unexpected text after the closing ']'")
 
 
+def read_header(path: str, kind: str, delimiter: str) -> list[str]:
+    """The header of the CSV/TSV file at ``path`` (UTF-8) as written (``[]``: none);
+    a malformed one raises ``csv.Error``."""
+    with open(path, encoding="utf-8-sig", newline="") as text:
+        dialect = "excel" if kind == "csv" else "excel-tab"
+        return next(csv.reader(text, dialect=dialect, delimiter=delimiter, strict=True), [])
+
+
 def _delimited(stream: TextIO, source: str, dialect: str, delimiter: str | None) -> Iterator[tuple[int, Record]]:
-    """CSV/TSV records; a record (and an error in it) is named by the line it starts on."""
+    """CSV/TSV records, keyed by the header's column names (:func:`kvctl.headers.column_names`);
+    a record (and an error in it) is named by the line it starts on."""
     reader = csv.reader(stream, dialect=dialect, strict=True, delimiter=delimiter or csv.get_dialect(dialect).delimiter)
     start = 1  # the line the record being read starts on
     try:
-        header = next(reader, None)
-        if header is None:
+        written = next(reader, None)
+        if written is None:
             return
-        if len(set(header)) != len(header):
-            raise InputError(source, 1, "the header names a column twice")
+        header = column_names(written)
         start = reader.line_num + 1
         for fields in reader:
             line, start = start, reader.line_num + 1

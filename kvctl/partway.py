@@ -41,6 +41,7 @@ class Tally:
         self.rows = 0
         self.total = total
         self.floor = False
+        self.started = False  # writes began that are counted only later (a Spark task's, when it ends)
         self.revisions = revisions  # None: not a command that applies revisions (yet)
         self._pending = False  # an interrupt waits for the next count
 
@@ -90,13 +91,15 @@ class Tally:
         self.revisions = (self.revisions or 0) + 1
 
     def nothing(self) -> bool:
-        """Whether nothing was committed."""
-        return self.rows == 0 and not self.revisions
+        """Whether nothing was committed (nor may have been, uncounted)."""
+        return self.rows == 0 and not self.revisions and not self.started
 
     def said(self) -> str:
         """``N of M rows written`` / ``N revisions applied``, or both."""
         parts = []
-        if self.rows or self.revisions is None:
+        if not self.rows and self.started:
+            parts.append(f"some{'' if self.total is None else f' of {self.total}'} rows may have been written")
+        elif self.rows or self.revisions is None:
             rows = f"{self.rows} of {self.total} rows" if self.total is not None else _plural(self.rows, "row")
             parts.append(f"{'at least ' if self.floor else ''}{rows} written")
         if self.revisions is not None:

@@ -319,3 +319,32 @@ def test_sigterm_ends_the_dashboard_cleanly(tmux: Tmux, tmp_path: Path) -> None:
     assert "icanon" in settings and "echo" in settings  # not left in raw mode
     screen = tmux.wait_for(lambda s: "error: terminated" in s, "the error line")
     assert "Traceback" not in screen and "orders" not in screen  # the dashboard's screen is gone
+
+
+def test_import_terminated_part_way(spark: Any, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """SIGTERM into a Spark ``import`` once some rows are in PostgreSQL: exit 143,
+    ``at least N of M rows written`` (Spark counts a task's rows when it ends, so the
+    batches a running task committed are not counted), or ``some of M rows may have been
+    written`` while no task has ended, and the command that finishes the job."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    url = _store("postgres", tmp_path, request)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for part in range(10):
+        ids = range(part * 20_000, (part + 1) * 20_000)
+        pq.write_table(pa.table({"id": ids, "name": [f"n{i}" for i in ids]}), folder / f"part{part}.parquet")
+    proc = _start("--url", url, "import", "t", "--in", str(folder), "--format", "parquet")
+    assert until(lambda: _count(url) >= 20_000 or proc.poll() is not None, 240), "too slow"
+    assert proc.poll() is None, proc.communicate()
+    res = _stop(proc, signal.SIGTERM)
+    assert_one_error(res, 143)
+    said = re.fullmatch(r"error: terminated; (at least (\d+) of|some of) 200000 rows (may have been )?written; "
+                        r"to finish \(a rerun upserts\): (kvctl .*)", res.err.strip())  # fmt: skip
+    assert said is not None, res.err
+    written, finish = int(said.group(2) or 0), said.group(4)
+    assert (said.group(1) == "some of") == (said.group(3) is not None) == (written == 0)
+    assert written <= _count(url)  # (tasks running when the jobs were cancelled may finish their rows)
+    assert run_process(*shlex.split(finish)[1:]).code == 0
+    assert _count(url) == 200_000

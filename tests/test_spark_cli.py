@@ -88,6 +88,20 @@ def test_import_overwrite_needs_yes(spark: Any, url: str, tmp_path: Path) -> Non
     assert rows(url, "items") == [{"id": 1, "name": "one", "blob": None, "at": None}]
 
 
+def test_import_renames_headers_that_are_not_column_names(spark: Any, url: str, tmp_path: Path) -> None:
+    src = tmp_path / "wine.csv"
+    src.write_text("wine id,color intensity,1st,Hue\n1,5.64,x,1.04\n")
+    renames = [
+        "renamed header 'wine id' -> wine_id",
+        "renamed header 'color intensity' -> color_intensity",
+        "renamed header '1st' -> _1st",
+    ]
+    for args in (["--create", "--pk", "wine_id"], []):  # created from the input, then into that table
+        res = Kvctl(url).ok("import", "wine", "--in", str(src), "--format", "csv", *args)
+        assert [line for line in res.err.splitlines() if line.startswith("renamed ")] == renames
+    assert rows(url, "wine") == [{"wine_id": "1", "color_intensity": "5.64", "_1st": "x", "Hue": "1.04"}]  # CSV: text
+
+
 @pytest.mark.parametrize(
     ("args", "code", "words"),
     [

@@ -72,6 +72,7 @@ def _run(fn: Callable[[Callable[[Any], None] | None], Any], tally: Tally | None 
             if p.phase == "check":
                 tally.total = p.rows
             else:
+                tally.started = True  # Spark counts a task's rows when it ends: some may be in already
                 tally.rows = p.rows
         if update is not None:
             update(p)
@@ -84,8 +85,8 @@ def _run(fn: Callable[[Callable[[Any], None] | None], Any], tally: Tally | None 
         finish()
 
 
-SPARK_MODULES = ("pyspark", "pyarrow")
-"""What ``export`` and ``import`` need beyond a plain install (the ``spark`` extra)."""
+SPARK_MODULES = ("pyspark",)
+"""What ``export`` and ``import`` need beyond a plain install (the ``spark`` extra; pyarrow is in the plain install)."""
 
 
 def _require_spark(command: str) -> None:
@@ -219,6 +220,8 @@ def import_(
 
     A folder kvctl export wrote round-trips: its format comes from its data files
     and --create takes its _kvctl_spec.json (indexes, change feed and ttl kept).
+    Input column names that are not column names are renamed as table create --from
+    names them (stderr lists each one); --pk takes the new names.
 
     Every row is checked against the table's types first: a bad value fails with
     exit 2, naming the column and value, and nothing is written. --mode overwrite

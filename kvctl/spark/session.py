@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from types import FrameType
 
 from pyspark.sql import SparkSession
 
@@ -124,7 +129,33 @@ def spark_session(
         raise SparkJobError(f"cannot start Spark ({master}): {' '.join(str(exc).split())[:300]}", 3) from None
     spark.sparkContext.setLogLevel("OFF")
     register(spark)
+    _interruptible(spark, quiet)
     return spark
+
+
+def _interruptible(spark: SparkSession, quiet: bool) -> None:
+    """Ctrl-C (and SIGTERM, which kvctl handles as Ctrl-C) while a job runs: the jobs
+    are cancelled from a thread of their own and the command is interrupted at once.
+    PySpark's own handler cancels them inside the signal handler, on the main thread's
+    py4j connection, which is waiting for the job: a reentrant call that fails. py4j
+    then reports the interrupted call with ``logging.exception`` on the root logger,
+    which with no handler there prints a traceback: ``quiet`` (the CLI) gives the root
+    logger a ``NullHandler``, so the command's one ``error:`` line stays the only one."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal handlers belong to the main thread
+
+    def cancel_and_interrupt(signum: int, frame: FrameType | None) -> None:
+        threading.Thread(target=_cancel_jobs, args=(spark,), name="kvctl-spark-cancel", daemon=True).start()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, cancel_and_interrupt)
+    if quiet:
+        logging.getLogger().addHandler(logging.NullHandler())
+
+
+def _cancel_jobs(spark: SparkSession) -> None:
+    with contextlib.suppress(Exception):  # the session may be stopping already
+        spark.sparkContext.cancelAllJobs()
 
 
 def register(spark: SparkSession) -> None:

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, TimestampType
 
 import spi
+from kvctl.headers import column_names, report
 from kvctl.spark.convert import check_columns
 from kvctl.spark.datasource import DEFAULT_BATCH_ROWS, KvctlDataSource
 from kvctl.spark.errors import SparkJobError, unwrap
@@ -225,6 +226,16 @@ def _read_input(spark: SparkSession, path: str, format: str, typed: bool) -> Dat
     return reader.load(path)
 
 
+def _column_names(df: DataFrame) -> DataFrame:
+    """``df`` with its columns named by :func:`kvctl.headers.column_names` (each renamed
+    one listed on stderr), the rule of ``put --file`` and ``table create --from``."""
+    names = column_names(df.columns)
+    if names == df.columns:
+        return df
+    report(df.columns)
+    return df.toDF(*names)
+
+
 def import_table(
     spark: SparkSession,
     url: str,
@@ -247,8 +258,9 @@ def import_table(
     atomically (loaded into a staging table, swapped in when every task is done). With
     ``create_pk`` the table is created from the input's schema, with ``create_spec``
     (named ``table``; :func:`kvctl.spark.folders.spec_for_import` reads an export's)
-    as that spec; it must not exist. A key the input holds more than once gets its
-    last row (in input order; the result's ``replaced`` counts the others).
+    as that spec; it must not exist. Input column names that are not column names are
+    renamed first (:mod:`kvctl.headers`; stderr lists them). A key the input holds more
+    than once gets its last row (in input order; the result's ``replaced`` counts the others).
     Each task loads in batches of ``batch_rows`` rows, one transaction each.
     """
     check_url(url)
@@ -263,6 +275,7 @@ def import_table(
         if _condition(exc) == "PATH_NOT_FOUND":
             raise SparkJobError(f"{path} does not exist; nothing was imported", 2) from None
         raise unwrap(exc) from None
+    df = _column_names(df)
     with spi.connect(url) as p:
         if creating and p.admin.exists(table):
             raise spi.TableExistsError(f"table {table!r} already exists; import into it without --create")
