@@ -103,6 +103,18 @@ def snapshot(url: str) -> dict[str, tuple[spi.TableSpec, list[tuple[dict[str, An
         }
 
 
+def assert_same(src_url: str, dst_url: str) -> None:
+    """``kvctl diff``'s check (:func:`spi.diff.compare`, versions included) finds no
+    difference between any table of the two stores, and both hold the same tables."""
+    from spi.diff import compare
+
+    with spi.connect(src_url) as src, spi.connect(dst_url) as dst:
+        assert src.admin.list_tables() == dst.admin.list_tables()
+        for name in src.admin.list_tables():
+            found = compare(src, dst, name, versions=True)
+            assert list(found) == [], f"{name}: {found.stats}"
+
+
 def _plain(row: spi.Row) -> dict[str, Any]:
     return {k: "nan" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
 

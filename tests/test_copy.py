@@ -15,6 +15,7 @@ from cli_support import REPO, Kvctl, assert_one_error, provider_url, run_process
 from copy_support import (
     BIG,
     ORDERS,
+    assert_same,
     fill_big,
     fill_real_data,
     kill_while_staging,
@@ -102,6 +103,7 @@ def test_modes(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Non
     overwritten = copy(src, dst, "--all", "--mode", "overwrite", "--yes")
     assert overwritten.code == 0, overwritten
     assert snapshot(dst) == snapshot(src) and staging_tables(dst) == []
+    assert_same(src, dst)
 
 
 def test_append_into_a_compatible_wider_table(tmp_path: Path) -> None:

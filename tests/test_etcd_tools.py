@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from cli_support import REPO, Kvctl
-from copy_support import fill_real_data, snapshot
+from copy_support import assert_same, fill_real_data, snapshot
 from dashboard_support import ORDER_ROWS, cells, dashboard, filled, in_key_order, rows_shown, run_async, status_line
 from stream_support import create_target, sink, stream, table_state, write_history
 
@@ -48,6 +48,7 @@ def test_copy_rocksdb_into_etcd(etcd_factory: Callable[..., Any], tmp_path: Path
     done = _kvctl("copy", src, dst, "--all")
     assert done.returncode == 0, done.stderr
     assert snapshot(dst) == snapshot(src)  # specs, rows and versions
+    assert_same(src, dst)  # and kvctl diff's checksums agree
     with spi.connect(dst) as p:
         assert p.admin.verify("orders") == [] and p.admin.verify("counters") == []
 
