@@ -204,7 +204,7 @@ def _run(kv: Kvctl, args: list[str], stdin: str | None = None) -> Result:
     return res
 
 
-FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @FUZZ

@@ -47,9 +47,10 @@ def put(
     only if the row is at version N (with --replace: replaces only then). --ttl
     gives the rows written an expiry (default: the table's ttl, if any). A key met
     more than once in a file: later rows replace earlier ones, stdout prints the
-    distinct keys written and stderr how many rows were replaced. CSV/TSV headers
-    that are not column names are renamed as table create --from names them (stderr
-    lists each one).
+    distinct keys written and stderr how many rows were replaced.
+
+    CSV/TSV headers that are not column names are renamed as table create --from
+    names them (stderr lists each one).
     """
     if (row_json is None) == (file is None):
         raise CliError("give either ROW_JSON or --file PATH (- for stdin)")

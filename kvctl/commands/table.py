@@ -49,9 +49,10 @@ def create(
     --from FILE --pk a,b reads the whole file and gives each column the narrowest of
     long, double, bool, timestamp (ISO 8601 only), string holding every value (empty
     and --null values don't count), prints the spec (the --spec shape) and creates the
-    table without loading rows (kvctl put --file loads them). CSV/TSV headers that
-    are not column names are renamed (od280/od315 becomes od280_od315; stderr lists
-    each one); --pk and --index take the new names.
+    table without loading rows (kvctl put --file loads them).
+
+    CSV/TSV headers that are not column names are renamed (od280/od315 becomes
+    od280_od315; stderr lists each one); --pk and --index take the new names.
     """
     if spec is not None and (field or pk is not None or index or from_file is not None):
         raise CliError("give either --spec FILE or --field/--pk/--index, not both")

@@ -80,6 +80,10 @@ def _run(fn: Callable[[Callable[[Any], None] | None], Any], tally: Tally | None 
     try:
         return fn(progress if tally is not None else update)
     except SparkJobError as exc:
+        from kvctl.spark.session import interrupted
+
+        if interrupted():  # the interrupt, not the job, is what happened
+            raise KeyboardInterrupt from None
         raise CliError(str(exc), exc.exit_code) from None
     finally:
         finish()

@@ -145,12 +145,22 @@ def _interruptible(spark: SparkSession, quiet: bool) -> None:
         return  # signal handlers belong to the main thread
 
     def cancel_and_interrupt(signum: int, frame: FrameType | None) -> None:
+        _interrupted.set()
         threading.Thread(target=_cancel_jobs, args=(spark,), name="kvctl-spark-cancel", daemon=True).start()
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, cancel_and_interrupt)
     if quiet:
         logging.getLogger().addHandler(logging.NullHandler())
+
+
+_interrupted = threading.Event()
+
+
+def interrupted() -> bool:
+    """Whether Ctrl-C (or SIGTERM) cancelled this process's Spark jobs: py4j may then
+    report the interrupted call as a failed job ("Answer from Java side is empty")."""
+    return _interrupted.is_set()
 
 
 def _cancel_jobs(spark: SparkSession) -> None:
