@@ -22,6 +22,7 @@ from functools import partial
 import spi
 from spi import applied
 from spi.changes import PUT
+from spi.fitting import Fitting
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,12 @@ Event = tuple[Target, spi.Change]
 
 class Replayer:
     """Applies source revisions to one destination (:meth:`apply`), remembering how many
-    events one destination transaction took once it refused a bigger one, so later
-    revisions go in pieces of that size straight away."""
+    events one destination transaction took once it refused a bigger one
+    (:class:`spi.fitting.Fitting`), so later revisions go in pieces of that size."""
 
     def __init__(self, destination: spi.Provider) -> None:
         self.destination = destination
-        self._fit: int | None = None
+        self._fitting = Fitting()
 
     def apply(self, revision: int, events: Sequence[Event], also: Iterable[Target] = ()) -> bool:
         """Apply one source revision's ``events`` (in order) in one destination
@@ -58,30 +59,14 @@ class Replayer:
         the last: a reader may see part of the revision until then, and a run stopped
         between pieces applies the whole revision again (puts keep versions, deletes
         are idempotent), so nothing is missed or left half done."""
-        run = self.destination.run
         targets = list(dict.fromkeys([target for target, _ in events] + list(also)))
-        if self._fit is None or len(events) <= self._fit:
-            try:
-                return run(partial(_apply, revision=revision, events=events, targets=targets, record=True))
-            except spi.TransactionTooLargeError:
-                if len(events) < 2:
-                    raise
-            size = len(events) // 2
-        else:
-            size = self._fit
-        start, wrote = 0, False
-        while start < len(events):
-            piece, last = events[start : start + size], start + size >= len(events)
-            try:
-                wrote |= run(partial(_apply, revision=revision, events=piece, targets=targets, record=last))
-            except spi.TransactionTooLargeError:
-                if size == 1:
-                    raise
-                size //= 2
-                continue
-            self._fit = size
-            start += size
-        return wrote
+
+        def piece(start: int, stop: int) -> bool:
+            last = stop == len(events)
+            work = partial(_apply, revision=revision, events=events[start:stop], targets=targets, record=last)
+            return self.destination.run(work)
+
+        return any([wrote for _, wrote in self._fitting.pieces(len(events), piece)])
 
 
 def _apply(tx: spi.Transaction, revision: int, events: Sequence[Event], targets: list[Target], record: bool) -> bool:

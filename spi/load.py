@@ -25,7 +25,8 @@ from itertools import islice, repeat
 from typing import Any
 
 from spi.codec import encode_key, to_micros
-from spi.errors import InvalidFieldError, KvError, RowExistsError, TransactionTooLargeError
+from spi.errors import InvalidFieldError, KvError, RowExistsError
+from spi.fitting import Fitting
 from spi.keys import key_of
 from spi.primitives import Kept
 from spi.spec import TableSpec
@@ -203,40 +204,31 @@ def run_load(
 
 
 class _CutToFit:
-    """Writes batches whole until the store refuses one for its size
-    (:class:`TransactionTooLargeError`, nothing written: etcd's operations or bytes per
-    transaction); that batch is then written in halves, cut again as needed, and later
-    batches in pieces of the largest size that went in. A single row that cannot fit
-    is raised. :attr:`current` is the rows of the piece being written (for errors)."""
+    """Writes batches whole until the store refuses one for its size; then in pieces
+    that fit (:class:`spi.fitting.Fitting`), later batches in pieces of the size that
+    went in. :attr:`current` is the rows of the piece being written (for errors)."""
 
     def __init__(self, write_batch: BatchWriter, preparer: LoadPreparer, mode: str) -> None:
         self._write_batch = write_batch
         self._preparer = preparer
         self._mode = mode
-        self._limit: int | None = None
+        self._fitting = Fitting()
         self.current: list[Any] = []
 
     def write(self, taken: list[Any], batch: Any, kept: Kept | None) -> Iterator[int]:
         """Write the rows ``taken`` (prepared as ``batch``); yields the rows of each
         piece as it commits."""
-        if self._limit is None or len(taken) <= self._limit:
-            self.current = taken
-            try:
-                self._write_batch(batch, self._mode, kept)
-            except TransactionTooLargeError:
-                if len(taken) == 1:
-                    raise
-                self._limit = len(taken) // 2
-            else:
-                yield len(taken)
-                return
-        step = self._limit
-        for start in range(0, len(taken), step):
-            piece = type(taken)(taken[start : start + step])  # a preparer's list type marks its rows' kind
-            part = (
-                None if kept is None else Kept(kept.versions[start : start + step], kept.expires[start : start + step])
-            )
-            yield from self.write(piece, self._preparer.prepare(piece), part)
+
+        def piece(start: int, stop: int) -> int:
+            whole = stop - start == len(taken)
+            rows = taken if whole else type(taken)(taken[start:stop])  # a preparer's list type marks its rows' kind
+            self.current = rows
+            part = kept if kept is None or whole else Kept(kept.versions[start:stop], kept.expires[start:stop])
+            self._write_batch(batch if whole else self._preparer.prepare(rows), self._mode, part)
+            return len(rows)
+
+        for _, n in self._fitting.pieces(len(taken), piece):
+            yield n
 
 
 def _failed(exc: KvError, preparer: LoadPreparer, taken: list[Any], written: int) -> None:

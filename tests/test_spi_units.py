@@ -430,3 +430,24 @@ def test_rows_are_mappings_outside_the_collector() -> None:
     with pytest.raises(ValueError, match="aware datetime"):
         spi.Row(values, 1, dt.datetime(2030, 1, 1)).expires  # noqa: B018 - the property raises
     assert repr(spi.Row(values, 2)) == "Row({'k': 1, 's': 'x'}, version=2)"
+
+
+def test_fitting_halves_a_refused_piece_and_keeps_the_size_that_went_in() -> None:
+    """spi.fitting.Fitting: the one rule every bulk path cuts its work to fit by."""
+    from spi.errors import TransactionTooLargeError
+    from spi.fitting import Fitting
+
+    tried: list[int] = []
+
+    def write(start: int, stop: int) -> int:
+        tried.append(stop - start)
+        if stop - start > 3:
+            raise TransactionTooLargeError("too large")
+        return stop - start
+
+    fitting = Fitting()
+    assert [stop for stop, _ in fitting.pieces(10, write)] == [2, 4, 6, 8, 10]
+    assert tried == [10, 5, 2, 2, 2, 2, 2] and fitting.limit == 2
+    assert list(Fitting(4).pieces(0, lambda start, stop: stop - start)) == [(0, 0)]  # no items: one call
+    with pytest.raises(TransactionTooLargeError):
+        Fitting().attempt(1, lambda n: write(0, 4))

@@ -40,6 +40,7 @@ from kvctl.spark.errors import guard
 from kvctl.spark.workers import freeze_loaded_modules
 from spi import applied
 from spi.changes import DELETE, EXPIRE, OPS
+from spi.fitting import Fitting
 
 META_COLUMNS = ("_op", "_version", "_revision", "_time")
 """Input columns that are not table columns: what each row does and where it came from."""
@@ -172,17 +173,14 @@ class KvctlStreamWriter(DataSourceStreamArrowWriter):
         with spi.connect(self.url) as p:
             freeze_loaded_modules()
             applied.ensure_table(p)
-            at, size = 0, self.batch_rows
-            while at < len(writes):
-                rows = writes[at : at + size]
-                try:
-                    yield p.run(partial(_apply_from, spec=spec, source=source, first=first + at, rows=rows))
-                except spi.TransactionTooLargeError:
-                    if len(rows) == 1:
-                        raise
-                    size = len(rows) // 2
-                    continue
-                at += len(rows)
+
+            def piece(start: int, stop: int) -> tuple[int, int]:
+                return p.run(
+                    partial(_apply_from, spec=spec, source=source, first=first + start, rows=writes[start:stop])
+                )
+
+            for _, done in Fitting(self.batch_rows).pieces(len(writes), piece):
+                yield done
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Nothing left to do: every task committed its rows with their positions."""

@@ -9,6 +9,7 @@ from typing import Any
 
 from spi.codec import prefix_successor
 from spi.errors import SchemaError, TableExistsError, TableNotFoundError, TransactionTooLargeError
+from spi.fitting import Fitting
 from spi.kv import index_build
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import CATALOG, NEXT_ID, Layout, LayoutCache, catalog_key, pack, unpack
@@ -189,22 +190,18 @@ class KvAdmin(Admin):
         while the store refuses a commit's size); how many were removed."""
         now = self._layouts.clock() // 1000
         removed = 0
-        limit: int | None = None
+        fitting = Fitting()
+
+        def commit(size: int) -> tuple[int, bool]:
+            with self._tx() as tx:
+                return KvTable(tx, tx.layout(name)).sweep(now, size)
+
         while True:
             with self._reading() as view:  # a look first: most sweeps find nothing to do
-                if not Scanner(view, stored_layout(view, self._layouts, name)).has_expired(now):
+                layout = stored_layout(view, self._layouts, name)
+                if not Scanner(view, layout).has_expired(now):
                     return removed
-            size = 0
-            try:
-                with self._tx() as tx:
-                    layout = tx.layout(name)
-                    size = self.sweep_batch(layout) if limit is None else limit
-                    n, more = KvTable(tx, layout).sweep(now, size)
-            except TransactionTooLargeError:
-                if size <= 1:
-                    raise
-                limit = size // 2
-                continue
+            _, (n, more) = fitting.attempt(self.sweep_batch(layout), commit)
             removed += n
             if not more:
                 return removed

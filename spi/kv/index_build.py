@@ -23,9 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from functools import partial
+from itertools import islice
 
 from spi.codec import prefix_successor
-from spi.errors import ConflictError, TransactionTooLargeError
+from spi.errors import ConflictError
+from spi.fitting import Fitting
 from spi.kv.layout import Layout
 from spi.kv.transaction import KvTransaction
 from spi.spec import SchemaChange, TableSpec
@@ -58,30 +61,38 @@ def fill(
     piece: int,
 ) -> None:
     """Step 2: put the entries of the indexes ``columns`` for every row, ``piece`` rows
-    a commit at first (halved while the store refuses one)."""
+    a commit at first (fewer while the store refuses one: :class:`Fitting`)."""
+    fitting = Fitting()
     after: bytes | None = None
     while True:
-        try:
-            with transaction() as tx:
-                layout = _still_building(tx, name, table_id, columns)
-                lo = layout.row_prefix if after is None else after + b"\x00"
-                last = None
-                for n, (key, raw) in enumerate(tx.iterate(lo, prefix_successor(layout.row_prefix), False)):
-                    if n == piece:
-                        break
-                    row = layout.decode_row(raw)
-                    enc = key[len(layout.row_prefix) :]
-                    for column in columns:
-                        tx.put(layout.index_key(column, row.values[column], enc), b"")
-                    last = key
-        except TransactionTooLargeError:
-            if piece == 1:
-                raise
-            piece //= 2
-            continue
-        if last is None or n < piece:
+        _, (last, full) = fitting.attempt(piece, partial(_fill_piece, transaction, name, table_id, columns, after))
+        if not full:
             return
         after = last
+
+
+def _fill_piece(
+    transaction: Callable[[], AbstractContextManager[KvTransaction]],
+    name: str,
+    table_id: int,
+    columns: tuple[str, ...],
+    after: bytes | None,
+    rows: int,
+) -> tuple[bytes | None, bool]:
+    """One commit putting the entries of up to ``rows`` rows after the row key
+    ``after``: the last row key it reached, and whether it took ``rows`` rows (more may
+    follow)."""
+    done, last = 0, None
+    with transaction() as tx:
+        layout = _still_building(tx, name, table_id, columns)
+        lo = layout.row_prefix if after is None else after + b"\x00"
+        for key, raw in islice(tx.iterate(lo, prefix_successor(layout.row_prefix), False), rows):
+            row = layout.decode_row(raw)
+            enc = key[len(layout.row_prefix) :]
+            for column in columns:
+                tx.put(layout.index_key(column, row.values[column], enc), b"")
+            done, last = done + 1, key
+    return last, done == rows
 
 
 def finish_build(tx: KvTransaction, name: str, table_id: int, columns: tuple[str, ...], spec: TableSpec) -> None:
