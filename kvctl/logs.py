@@ -1,5 +1,5 @@
 """Where kvctl's, the SPI's and the providers' log records go: nowhere by default
-(each package has a ``NullHandler``), to stderr with ``--debug`` or ``KVCTL_LOG``."""
+(each package has a ``NullHandler``; kvctl's in :mod:`kvctl.app`), to stderr with ``--debug`` or ``KVCTL_LOG``."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ def help_page(path: tuple[str, ...]) -> str:
     """``kvctl PATH --help`` as plain text, trailing spaces and blank edges removed."""
     from typer.testing import CliRunner
 
-    from kvctl.cli import app
+    from kvctl.app import app
 
     res = CliRunner().invoke(app, [*path, "--help"], env=ENV)
     if res.exit_code != 0:
@@ -64,7 +64,7 @@ def reference() -> str:
     """The generated section: one heading and one help page per command and group."""
     import typer
 
-    from kvctl.cli import app
+    from kvctl.app import app
 
     root = typer.main.get_command(app)
     parts = []

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from hashlib import md5
 from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -119,7 +118,6 @@ _NAMESPACE: dict[str, Any] = {
     "_true": b"\x05\x01",
     "_false": b"\x05\x00",
     "_null": NULL,
-    "_md5": md5,
 }
 
 _EXPRESSIONS = {
@@ -196,7 +194,9 @@ def row_hasher(
         struct_type, fields, micros = stored
         fast = digest([f"row.{fields[name]}" for name in names], micros, "        ")  # fields are c0, c1...
         body = f"def hash_row(row):\n    if type(row) is _struct:\n{fast}    {digest(plain, (), '    ').lstrip()}"
-    namespace = {**_NAMESPACE, "_struct": None if stored is None else struct_type}
+    from hashlib import md5  # here, not at import: OpenSSL's load is a few ms of every command's start
+
+    namespace = {**_NAMESPACE, "_md5": md5, "_struct": None if stored is None else struct_type}
     hasher: Callable[[Row], bytes] = column_closure(len(names), body, namespace, "hash_row")(*names)
     return hasher
 

@@ -23,7 +23,7 @@ import pytest
 from conftest import need
 from typer.testing import CliRunner
 
-from kvctl.cli import app
+from kvctl.app import app
 
 REPO = Path(__file__).resolve().parent.parent
 PROVIDER_KINDS = ["rocksdb", "postgres"]

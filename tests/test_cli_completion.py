@@ -8,7 +8,7 @@ import pytest
 from cli_support import ORDERS_FIELDS, Kvctl, provider_url
 from typer.testing import CliRunner
 
-from kvctl.cli import app
+from kvctl.app import app
 
 
 def complete(line: str) -> list[str]:

@@ -11,7 +11,7 @@ from cli_support import Result, assert_one_error
 from typer.testing import CliRunner
 
 from kvctl import config
-from kvctl.cli import app
+from kvctl.app import app
 
 PG_TOML = """
 default_profile = "local"

@@ -18,7 +18,7 @@ from cli_support import (
 )
 from typer.testing import CliRunner
 
-from kvctl.cli import app
+from kvctl.app import app
 
 BIG = "x" * 1100
 BAD_INPUT: list[tuple[str, list[str], str | None]] = [

@@ -21,7 +21,7 @@ import typer
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
-from kvctl.cli import app
+from kvctl.app import app
 
 GENERATOR = Path(__file__).resolve().parent.parent / "scripts" / "gen-cli-docs.py"
 HELP_ENV = {"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}

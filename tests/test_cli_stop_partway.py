@@ -25,7 +25,7 @@ from dashboard_support import Tmux, dashboard_command, filled, terminal, wait_fo
 from typer.testing import CliRunner
 
 import spi
-from kvctl.cli import app
+from kvctl.app import app
 from kvctl.errors import CliError
 from kvctl.logs import PACKAGES
 from kvctl.partway import Tally, reporting

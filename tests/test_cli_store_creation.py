@@ -11,7 +11,7 @@ import pytest
 from cli_support import Kvctl, assert_one_error, provider_url
 from typer.testing import CliRunner
 
-from kvctl.cli import app
+from kvctl.app import app
 
 
 def read_only_commands(tmp_path: Path) -> list[list[str]]:

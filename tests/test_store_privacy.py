@@ -14,7 +14,7 @@ from cli_support import Kvctl, assert_one_error
 from typer.testing import CliRunner
 
 import spi
-from kvctl.cli import app
+from kvctl.app import app
 
 
 def _mode(path: Path) -> int:

@@ -45,13 +45,21 @@ COMMANDS: dict[str, str] = {
 """Top-level command name → the module that registers it."""
 
 
-def module_commands(module: str) -> dict[str, Any]:
-    """The click commands (and groups) the command module ``module`` registers, by name."""
+def module_commands(module: str, only: str | None = None) -> dict[str, Any]:
+    """The click commands (and groups) the command module ``module`` registers, by name;
+    with ``only``, just that one (Typer then inspects one function, not the module's all)."""
     app = typer.Typer()
     importlib.import_module(module).register(app)
+    if only is not None:
+        app.registered_commands = [
+            info
+            for info in app.registered_commands
+            if (info.name or typer.main.get_command_name(getattr(info.callback, "__name__", ""))) == only
+        ]
+        app.registered_groups = [info for info in app.registered_groups if info.name == only]
     return dict(typer.main.get_group(app).commands)
 
 
 def load_command(name: str) -> Any:
     """The click command ``name`` (a key of :data:`COMMANDS`), its module imported now."""
-    return module_commands(COMMANDS[name])[name]
+    return module_commands(COMMANDS[name], only=name)[name]

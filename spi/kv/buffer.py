@@ -12,14 +12,15 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import Any
-
-from sortedcontainers import SortedList
+from typing import TYPE_CHECKING, Any
 
 from spi.clock import SYSTEM_CLOCK, Clock
 from spi.codec import prefix_successor
 from spi.kv.store import StoreSession, chunked, ended_error
 from spi.primitives import Stored
+
+if TYPE_CHECKING:
+    from sortedcontainers import SortedList
 
 _CHUNK = 256
 """Buffered keys merged into a scan per step (see :meth:`WriteBuffer.iterate`)."""
@@ -238,6 +239,8 @@ class WriteBuffer:
     def _sorted_writes(self) -> SortedList:
         self._settle()
         if self._sorted is None:
+            from sortedcontainers import SortedList  # only transactions that scan their own writes need it
+
             self._sorted = SortedList(self._writes)
         return self._sorted
 

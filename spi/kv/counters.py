@@ -19,7 +19,6 @@ that adds one.
 from __future__ import annotations
 
 import os
-import random
 from itertools import islice
 
 from spi.kv.buffer import WriteBuffer
@@ -70,7 +69,7 @@ def add(buffer: WriteBuffer, count_key: bytes, delta: int) -> None:
     if raw is None:
         return
     blind = buffer.blind_counters()
-    if not blind or random.randrange(FOLD_EVERY):
+    if not blind or _chance(FOLD_EVERY):
         buffer.put(*adding(count_key, raw, delta, blind))
     else:  # fold deltas into one: the count entry itself, which every adder reads, stays as it is
         keys, total = _deltas(buffer, count_key, FOLD_MAX)
@@ -80,3 +79,10 @@ def add(buffer: WriteBuffer, count_key: bytes, delta: int) -> None:
 
 
 __all__ = ["DELTA", "FOLD_EVERY", "FOLD_MAX", "add", "adding", "delta_key", "stored"]
+
+
+def _chance(n: int) -> int:
+    """A random number below ``n`` (``random`` imported on the first blind add, not at start-up)."""
+    import random
+
+    return random.randrange(n)
