@@ -118,7 +118,9 @@ def main() -> None:
             line += f"{verdict.value:>7.2f}x  {base_name:<16}{verdict.target_text:>8}  {verdict.result_text:<8}"
             line += f"{timing.cpu * 1000:>8.1f}{timing.cpu / base.cpu:>7.2f}x"
         elif name == "import typer":  # the floor, for the reader: its ratio, no target
-            line += f"{timing.wall / python.wall:>7.2f}x  {'python -c pass':<16}{'':>8}  {'':<8}{timing.cpu * 1000:>8.1f}"
+            line += (
+                f"{timing.wall / python.wall:>7.2f}x  {'python -c pass':<16}{'':>8}  {'':<8}{timing.cpu * 1000:>8.1f}"
+            )
         else:
             line += f"{'':>8}  {'':<16}{'':>8}  {'':<8}{timing.cpu * 1000:>8.1f}"
         print(line)

@@ -101,15 +101,20 @@ def _range_text(spec: TableSpec, r: ResolvedRange) -> str:
     return f"{'[' if r.start_inclusive else '('}{lo}, {hi}{']' if r.end_inclusive else ')'}"
 
 
+def needs_sort(spec: TableSpec, order_by: str) -> bool:
+    """True when neither the key nor an index reads ``order_by`` in order, so rows
+    ordered by it must be sorted (:mod:`spi.sorting`); :class:`InvalidFieldError`
+    (with a did-you-mean) for an unknown column."""
+    spec.type_of(order_by)
+    return not (spec.is_key(order_by) or spec.is_indexed(order_by))
+
+
 def check_order_by(spec: TableSpec, order_by: str | None) -> str | None:
     """Validate ``order_by``; the first key column is plain key order (None)."""
     if order_by is None:
         return None
-    spec.type_of(order_by)
-    if order_by == spec.primary_key[0]:
-        return None
-    if spec.is_key(order_by) or spec.is_indexed(order_by):
-        return order_by
+    if not needs_sort(spec, order_by):
+        return None if order_by == spec.primary_key[0] else order_by
     raise InvalidFieldError(
         f"cannot order {spec.name!r} by {order_by!r}: it is neither a key column nor indexed; add an index on it",
         column=order_by,

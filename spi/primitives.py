@@ -3,11 +3,11 @@ scan requests, column batches, scan positions and what a load keeps of each row.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from spi.codec import encode_key, encode_nullable
+from spi.codec import encode_key, encode_nullable, key_encoder, nullable_encoder
 from spi.filters import Expr
 from spi.keys import ResolvedRange, key_of
 from spi.spec import TableSpec
@@ -62,3 +62,11 @@ def sort_position(spec: TableSpec, values: Mapping[str, Any], order_by: str | No
     if order_by is None:
         return key
     return encode_nullable(spec.type_of(order_by), values[order_by]) + key
+
+
+def position_encoder(spec: TableSpec, order_by: str) -> Callable[[Mapping[str, Any]], bytes]:
+    """:func:`sort_position` in a scan ordered by ``order_by``, as a one-argument
+    function of a row's values with its encoders chosen once (for many rows)."""
+    key, value = key_encoder(spec.key_types), nullable_encoder(spec.type_of(order_by))
+    columns = spec.primary_key
+    return lambda values: value(values[order_by]) + key([values[c] for c in columns])

@@ -240,17 +240,6 @@ def test_update_of_a_missing_row_shows_the_option_that_creates_it(kv_each: Kvctl
     assert json.loads(kv.ok("get", "orders", "region=us", "id=7").out)["status"] == "new"
 
 
-def test_order_by_an_unindexed_column_shows_the_command_that_indexes_it(kv_each: Kvctl) -> None:
-    kv = kv_each
-    hint = "kvctl table alter orders --add-index total"
-    for extra in ([], ["--explain"]):
-        res = kv("scan", "orders", "--order-by", "total", *extra)
-        assert_one_error(res, 2)
-        assert res.err.rstrip().endswith(hint) and "indexes=" not in res.err
-    kv.ok(*hint.split()[1:])
-    assert kv.ok("scan", "orders", "--order-by", "total").lines()
-
-
 def test_keys_of_every_type_read_as_words(kv: Kvctl) -> None:
     kv.ok("table", "create", "events", "--field", "ts:timestamp", "--field", "b:bytes", "--field", "ok:bool",
           "--field", "x:double", "--pk", "ts,b,ok,x")  # fmt: skip

@@ -49,7 +49,7 @@ BAD_INPUT: list[tuple[str, list[str], str | None]] = [
     ("where syntax error", ["scan", "orders", "--where", "status = = 'x'"], None),
     ("where unknown column", ["scan", "orders", "--where", "zz = 1"], None),
     ("where mistyped literal", ["count", "orders", "--where", "id = 'x'"], None),
-    ("order by unindexed column", ["scan", "orders", "--order-by", "total"], None),
+    ("order by unknown column", ["scan", "orders", "--order-by", "totl"], None),
     ("limit and all", ["scan", "orders", "--limit", "5", "--all"], None),
     ("negative limit", ["scan", "orders", "--limit", "-1"], None),
     ("bad token", ["scan", "orders", "--after", "not-a-token"], None),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
@@ -17,7 +18,8 @@ from kvctl.keys import build_range, prefix_as_like
 from kvctl.output import RowPrinter, print_value
 from kvctl.rowtext import with_versions
 from kvctl.state import get_state
-from spi.planner import check_order_by
+from spi.planner import needs_sort
+from spi.sorting import explain_sorted, sorted_scan
 from spi.types import FieldType
 
 
@@ -31,7 +33,8 @@ def scan(
     lt: options.Lt = None,
     where: options.Where = None,
     order_by: Annotated[
-        str | None, typer.Option("--order-by", help="An indexed or key column.", autocompletion=complete_column)
+        str | None,
+        typer.Option("--order-by", help="Any column (one without an index is sorted).", autocompletion=complete_column),
     ] = None,
     desc: Annotated[bool, typer.Option("--desc", help="Reverse the whole order.")] = False,
     columns: options.Columns = None,
@@ -51,7 +54,8 @@ def scan(
     """Print rows in key order (or --order-by), at most --limit of them.
 
     When more rows may remain, stderr says how many were shown and the --after TOKEN
-    that continues the scan (a following page may be empty).
+    that continues the scan (a following page may be empty). --order-by a column
+    without an index sorts every matching row (in bounded memory) and says so on stderr.
     """
     wanted = paging.wanted_rows(limit, all_rows)
     if keys_only and columns is not None:
@@ -62,10 +66,12 @@ def scan(
     rng = build_range(spec, prefix=prefix, ge=ge, gt=gt, le=le, lt=lt)
     expr = parse_where(spec, where)
     cols: list[str] | None = [] if keys_only else parse_columns(spec, columns)
-    if not count:
-        _check_order_by(spec, order_by)
+    sort_by = order_by if order_by is not None and not count and needs_sort(spec, order_by) else None
     if explain:
-        print(handle.explain(rng, where=expr, order_by=order_by))
+        if sort_by is None:
+            print(handle.explain(rng, where=expr, order_by=order_by))
+        else:
+            print(explain_sorted(handle, rng, where=expr, order_by=sort_by, descending=desc))
         return
     if count:
         n = handle.count(rng, where=expr)
@@ -74,8 +80,11 @@ def scan(
             _prefix_hint(handle, spec, prefix, where, expr)
         return
     query: dict[str, Any] = {"where": expr, "order_by": order_by, "descending": desc, "columns": cols}
-    pages = None
-    if wanted is None and after is None:  # --all from the start: the provider's own streamed scan
+    pages = sorted_rows = None
+    rows: Iterator[Any]
+    if sort_by is not None:
+        rows = sorted_rows = sorted_scan(handle, rng, limit=wanted, after=after, **query)
+    elif wanted is None and after is None:  # --all from the start: the provider's own streamed scan
         rows = handle.scan(rng, **query)
     else:
         pages = paging.Pages(lambda n, token: handle.scan_page(rng, limit=n, after=token, **query), wanted, after)
@@ -87,20 +96,16 @@ def scan(
     printer = RowPrinter(get_state(ctx).output_format(output), list(types), types=types, keys=spec.primary_key)
     printer.add_all(with_versions(rows) if versions else rows)
     printer.close()
-    paging.continue_hint(printer.count, None if pages is None else pages.token, default_limit=limit is None)
+    token = None if pages is None else pages.token
+    if sorted_rows is not None:
+        token = sorted_rows.next_token
+        add_index = f"kvctl table alter {spec.name} --add-index {sort_by}"
+        print(
+            f"sorted {sorted_rows.count} rows (no index on {sort_by}; {add_index} makes this a scan)", file=sys.stderr
+        )
+    paging.continue_hint(printer.count, token, default_limit=limit is None)
     if printer.count == 0 and after is None and limit != 0:
         _prefix_hint(handle, spec, prefix, where, expr)
-
-
-def _check_order_by(spec: spi.TableSpec, order_by: str | None) -> None:
-    """``--order-by`` names a key or indexed column; else the error shows the command
-    that adds the index."""
-    try:
-        check_order_by(spec, order_by)
-    except spi.InvalidFieldError as exc:
-        if order_by is None or not spec.has_column(order_by):
-            raise
-        raise CliError(f"{exc}: kvctl table alter {spec.name} --add-index {order_by}") from None
 
 
 def count(

@@ -36,6 +36,7 @@ from spi.load import AheadWriter
 from spi.primitives import ColumnBatch, Stored
 from spi.provider import AutoCommitTable, ProviderBase
 from spi.row import Page, Row
+from spi.sorting import SortPlan
 from spi.table import TableBase
 from spi.validate import check_batch_size
 
@@ -163,6 +164,12 @@ class _GiveWay(Exception):
     """A batch written ahead rolls back: another session waits for one of its keys."""
 
 
+def _pg(table: TableBase) -> PgTable:
+    """A PostgreSQL transaction's table, typed as such."""
+    assert isinstance(table, PgTable)
+    return table
+
+
 class PgAutoCommitTable(AutoCommitTable):
     """The auto-commit handle, with ``read`` as a single statement when possible and
     ``scan_batches`` streamed from one read-only snapshot."""
@@ -225,9 +232,7 @@ class PgAutoCommitTable(AutoCommitTable):
             def attempt() -> bool:
                 try:
                     with begin(self._db, isolation="READ COMMITTED") as tx:
-                        table = tx.table(self.name)
-                        assert isinstance(table, PgTable)
-                        if not table.load_new(batch, mode, expires):
+                        if not _pg(tx.table(self.name)).load_new(batch, mode, expires):
                             return False
                         while not turn(GIVE_WAY_CHECK):
                             if tx.blocks_others():
@@ -263,13 +268,30 @@ class PgAutoCommitTable(AutoCommitTable):
         raise here). It is a consistent snapshot that never fails with a conflict and
         blocks no writer; it does hold back VACUUM and block DDL on the table (drop,
         schema changes) until the iteration ends or the iterator is closed."""
+        tx, batches = self._in_snapshot(
+            lambda t: t.scan_batches(range, where=where, columns=columns, batch_size=batch_size)
+        )
+        return _until_exhausted(tx, batches)
+
+    def sort_rows(self, plan: SortPlan) -> tuple[Iterator[Row], int]:
+        """See :meth:`PgTable.sort_rows`: the count and the sorted rows from one
+        snapshot, as :meth:`scan_batches` reads it."""
+        tx, (rows, count) = self._in_snapshot(lambda t: t.sort_rows(plan))
+        return _until_exhausted(tx, rows), count
+
+    def explain_sort(self, plan: SortPlan) -> str:
+        """See :meth:`PgTable.explain_sort`."""
+        return self._read(lambda t: _pg(t).explain_sort(plan))
+
+    def _in_snapshot(self, read: Callable[[PgTable], T]) -> tuple[PgTransaction, T]:
+        """``read`` of the table in a new REPEATABLE READ, READ ONLY transaction, left
+        open for what it returns to stream from (rolled back if ``read`` fails)."""
         tx = begin(self._db, isolation="REPEATABLE READ", read_only=True)
         try:
-            batches = tx.table(self.name).scan_batches(range, where=where, columns=columns, batch_size=batch_size)
+            return tx, read(_pg(tx.table(self.name)))
         except BaseException as exc:
             tx.__exit__(type(exc), exc, exc.__traceback__)
             raise
-        return _until_exhausted(tx, batches)
 
     def scan_arrow(
         self,
@@ -284,9 +306,7 @@ class PgAutoCommitTable(AutoCommitTable):
         :mod:`providers.postgres.arrow`); errors in the arguments raise here."""
         size = check_batch_size(batch_size)
         with begin(self._db, isolation="REPEATABLE READ", read_only=True) as tx:
-            table = tx.table(self.name)
-            assert isinstance(table, PgTable)
-            statement, schema = table.arrow_select(range, where=where, columns=columns)
+            statement, schema = _pg(tx.table(self.name)).arrow_select(range, where=where, columns=columns)
         db = self._db
         return adbc_batches(db.arrow_conninfo, statement, schema, size, db.url, db.secret)
 

@@ -28,6 +28,7 @@ from spi.filters import Expr
 from spi.keys import Range, ResolvedRange, key_of, quantile_cuts, ranges_between
 from spi.primitives import ColumnBatch, Kept, ScanRequest, Stored
 from spi.row import Row
+from spi.sorting import SortPlan
 from spi.validate import check_projection
 
 if TYPE_CHECKING:
@@ -340,8 +341,24 @@ class PgTable(NativeWrites):
             starts.append(tuple(row))
         return ranges_between(starts)
 
+    def sort_rows(self, plan: SortPlan) -> tuple[Iterator[Row], int]:
+        """The rows of a sorted scan (:func:`spi.sorting.sorted_scan`), sorted by the
+        server (ORDER BY the column, nulls first, then the key; streamed through a
+        server-side cursor unless the limit is small), and a count(*) of the matching
+        rows run first in this transaction."""
+        request = plan.request
+        count = self._count(request.key_range, request.where)
+        return self._scan_rows(request), count
+
+    def explain_sort(self, plan: SortPlan) -> str:
+        """The server's plan of :meth:`sort_rows`, reading nothing."""
+        return self._explain_select(self._select(plan.request))
+
     def _explain(self, key_range: ResolvedRange, where: Expr | None, order_by: str | None) -> str:
-        stmt = scan_select(self._sql.table, self.spec, key_range, where, order_by=order_by)
+        return self._explain_select(scan_select(self._sql.table, self.spec, key_range, where, order_by=order_by))
+
+    def _explain_select(self, stmt: Any) -> str:
+        """The SELECT ``stmt`` with its parameters and the server's EXPLAIN of it."""
         compiled = stmt.compile(dialect=self._tx.dialect, compile_kwargs={"render_postcompile": True})
         params = ", ".join(f"{k}={v!r}" for k, v in compiled.params.items())
         plan = "\n".join(r[0] for r in self._tx.execute(Explain(stmt)).fetchall())
