@@ -109,7 +109,8 @@ class EtcdFeedLog(FeedLog):
     def current(self, view: WriteBuffer) -> int:
         return self._session.mod_revision(REVISION)
 
-    def take(self, buffer: WriteBuffer, pages: list[bytes], now: int) -> int | None:
+    def take(self, buffer: WriteBuffer, pages: list[bytes] | Iterator[bytes], now: int) -> int | None:
+        pages = list(pages)  # a list already: etcd sessions never spill (see WriteBuffer.allow_spill)
         low, token = self._session.low_revision(), os.urandom(8)
         keys = [EVENTS + _PAGE_KEY.pack(low, now, token, i) for i in range(len(pages))]
         buffer.append_last([*keys, REVISION], [*pages, b""])

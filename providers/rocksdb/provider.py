@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from itertools import chain, islice
+from itertools import chain, count, islice, repeat
 from typing import Any, TypeVar
 
 from providers.rocksdb.handle import driver_error, handle_for
@@ -13,7 +14,11 @@ from providers.rocksdb.url import RocksUrl, parse_url
 from spi.capabilities import SHARED_DURABLE
 from spi.errors import KvError, ProviderUnavailableError, UrlError
 from spi.kv import KvProvider, OrderedStore, StoreSession
+from spi.kv.spill import merge_writes
 from spi.kv.store import FIRST_CHUNK, MAX_CHUNK, STALE, Stale, chunked
+
+_INGESTS = count()
+"""Numbers the SST files a process writes for ingestion."""
 
 T = TypeVar("T")
 
@@ -149,6 +154,43 @@ class _RocksSession(StoreSession):
 
     def advance_generation(self) -> None:
         self._handle.generation += 1
+
+    def commits_sorted_stream(self) -> bool:
+        return True
+
+    def commit_sorted(
+        self, range_deletes: list[tuple[bytes, bytes]], writes: Iterator[tuple[bytes, bytes | None]]
+    ) -> None:
+        """Write the stream into one SST file in the database's folder and ingest it:
+        atomic as a batch, with no more than a block of it in memory. The range deletes
+        become deletes of the keys in those ranges (an SST file written from Python
+        holds no range deletes), which the stream's own writes override."""
+        import rocksdict
+
+        tombstones = (zip(self.keys(lo, hi), repeat(None)) for lo, hi in range_deletes)
+        path = os.path.join(self._handle.path, f"kvctl-ingest-{os.getpid()}-{next(_INGESTS)}.sst")
+        try:
+            writer = rocksdict.SstFileWriter(rocksdict.Options(raw_mode=True))
+            writer.open(path)
+            written = 0
+            for key, value in merge_writes(*tombstones, writes):
+                if value is None:
+                    del writer[key]
+                else:
+                    writer[key] = value
+                written += 1
+            if not written:
+                return
+            writer.finish()
+            ingest = rocksdict.IngestExternalFileOptions()
+            ingest.set_move_files(True)
+            self._db.ingest_external_file([path], ingest)
+            self._handle.wrote = True
+        except Exception as exc:
+            raise driver_error(exc, "committing", self._handle.path) from None
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
     def announce(self, revision: int) -> None:
         self._handle.announce(revision)

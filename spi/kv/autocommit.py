@@ -114,8 +114,19 @@ class KvAutoCommitTable(AutoCommitTable):
         transaction that ends with it (:meth:`KvTable.delete_every_row`: the store's own
         range deletion for a table without a change feed)."""
         if where is None and (range is None or (range.start is None and range.end is None)):
-            return self._call(lambda t: t.delete_every_row() if isinstance(t, KvTable) else t.delete_range())
-        return super().delete_range(range, where=where)
+            return self._call(lambda t: t.spilling().delete_every_row() if isinstance(t, KvTable) else t.delete_range())
+        return self._call(lambda t: _spilling(t).delete_range(range, where=where))
+
+    def update_range(
+        self,
+        range: Range | None = None,
+        *,
+        where: Expr | None = None,
+        changes: Mapping[str, Any],
+    ) -> int:
+        """See :meth:`AutoCommitTable.update_range` (one transaction, spilled to disk
+        as it grows where the store allows: :meth:`KvTable.spilling`)."""
+        return self._call(lambda t: _spilling(t).update_range(range, where=where, changes=changes))
 
     def _write(self, op: Callable[[TableBase], T]) -> T:
         """Run the single-key write ``op`` as :meth:`_call` does; while the store is idle
@@ -305,3 +316,8 @@ class KvAutoCommitTable(AutoCommitTable):
                 left -= 1
                 if left == 0:
                     return
+
+
+def _spilling(table: TableBase) -> TableBase:
+    """``table``, spilling as it grows if it is the engine's own (see :meth:`KvTable.spilling`)."""
+    return table.spilling() if isinstance(table, KvTable) else table

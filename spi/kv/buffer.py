@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from spi.clock import SYSTEM_CLOCK, Clock
 from spi.codec import prefix_successor
+from spi.kv.spill import SpilledWrites, Write
 from spi.kv.store import StoreSession, chunked, ended_error
 from spi.primitives import Stored
 
@@ -66,6 +67,9 @@ class WriteBuffer:
         self._sorted: SortedList | None = None
         self._range_deletes: list[tuple[bytes, bytes]] = []
         self._last: tuple[list[bytes], list[bytes]] | None = None  # see append_last
+        self._last_stream: Iterator[Write] | None = None  # see append_last_stream
+        self._spill: SpilledWrites | None = None  # see allow_spill
+        self._spill_at = 0
         self._cursors: weakref.WeakSet[Cursor] | None = None  # made by the first cursor
         self.ended = False
         self.events: list[Any] = []
@@ -183,6 +187,44 @@ class WriteBuffer:
         """Write ``values`` under ``keys`` at commit: keys in order, written once,
         never read back and (usually) above every other key written (the change feed)."""
         self._last = (keys, values)
+
+    def append_last_stream(self, writes: Iterator[Write]) -> None:
+        """:meth:`append_last` for a spilled transaction: ``writes`` (key order) are
+        made as the commit streams them."""
+        self._last_stream = writes
+
+    def allow_spill(self, at: int) -> None:
+        """Let :meth:`spill_if_large` move the buffered writes and events to disk once
+        they number ``at``, if the session commits a sorted stream (RocksDB). Only for a
+        transaction that never reads back what it wrote before the last spill: the
+        auto-commit range update or delete, which goes forward through the table."""
+        if self._session.commits_sorted_stream():
+            self._spill_at = at
+
+    def spill_if_large(self) -> None:
+        """Move the buffered writes (sorted) and events to disk when they are many (see
+        :meth:`allow_spill`); the commit merges them back in key order."""
+        if not self._spill_at or len(self._writes) + len(self.events) < self._spill_at:
+            return
+        self._settle()
+        if self._spill is None:
+            self._spill = SpilledWrites()
+        writes = self._writes
+        keys = sorted(writes)
+        self._spill.add_run(keys, list(map(writes.__getitem__, keys)))
+        self._spill.add_events(self.events)
+        self._writes, self._sorted = {}, None
+        self.events.clear()  # in place: tables hold this list
+
+    def spilled_events(self) -> Iterator[Any] | None:
+        """The events spilled so far (the buffered ones follow them), or None when
+        nothing was spilled."""
+        spill = self._spill
+        return None if spill is None or not spill.has_events() else spill.events()
+
+    def has_events(self) -> bool:
+        """Whether this transaction recorded a change-feed event (buffered or spilled)."""
+        return bool(self.events) or (self._spill is not None and self._spill.has_events())
 
     def remove(self, key: bytes) -> None:
         """Buffer a delete."""
@@ -305,33 +347,57 @@ class WriteBuffer:
         (:meth:`StoreSession.announce`) before the session ends."""
         try:
             self.end()
-            writes, last = self._writes, self._last
-            if len(writes) == 1 and not (self._runs or self._range_deletes or last):
-                self._session.commit(self._range_deletes, list(writes), list(writes.values()))  # a point write
-            elif writes or self._runs or self._range_deletes or last:
-                # In key order: RocksDB inserts a sorted batch several times faster.
-                if self._runs:
-                    keys, values = self._in_order()
-                else:  # the common case (point writes), without a call
-                    keys = sorted(writes)
-                    values = list(map(writes.__getitem__, keys))
-                if last is not None and keys and keys[-1] >= last[0][0]:
-                    self._settle()
-                    writes.update(zip(*last))  # rare (a retention trim): sort them in
-                    keys = sorted(writes)
-                    values = list(map(writes.__getitem__, keys))
-                elif last is not None:
-                    keys += last[0]
-                    values += last[1]
-                self._session.commit(self._range_deletes, keys, values)
+            if self._spill is not None:
+                self._flush_spilled()
+            else:
+                self._flush_buffered()
             if revision is not None:
                 self._session.announce(revision)
         finally:
+            self._close_spill()
             self._session.release()
+
+    def _flush_buffered(self) -> None:
+        writes, last = self._writes, self._last
+        if len(writes) == 1 and not (self._runs or self._range_deletes or last):
+            self._session.commit(self._range_deletes, list(writes), list(writes.values()))  # a point write
+        elif writes or self._runs or self._range_deletes or last:
+            # In key order: RocksDB inserts a sorted batch several times faster.
+            if self._runs:
+                keys, values = self._in_order()
+            else:  # the common case (point writes), without a call
+                keys = sorted(writes)
+                values = list(map(writes.__getitem__, keys))
+            if last is not None and keys and keys[-1] >= last[0][0]:
+                self._settle()
+                writes.update(zip(*last))  # rare (a retention trim): sort them in
+                keys = sorted(writes)
+                values = list(map(writes.__getitem__, keys))
+            elif last is not None:
+                keys += last[0]
+                values += last[1]
+            self._session.commit(self._range_deletes, keys, values)
+
+    def _flush_spilled(self) -> None:
+        """Commit a spilled transaction: its runs, what is still buffered and the feed's
+        pages, merged into one sorted stream for the store."""
+        assert self._spill is not None
+        self._settle()
+        writes = self._writes
+        buffered: list[Write] = [(k, writes[k]) for k in sorted(writes)]
+        last: list[Write] = [] if self._last is None else list(zip(*self._last))
+        streams = [buffered, last, self._last_stream or iter(())]
+        self._session.commit_sorted(self._range_deletes, self._spill.merged(*streams))
+
+    def _close_spill(self) -> None:
+        spill, self._spill = self._spill, None
+        if spill is not None:
+            spill.close()
 
     def discard(self) -> None:
         """Drop the buffered writes and release the session."""
         try:
             self.end()
         finally:
+            self._close_spill()
             self._session.release()

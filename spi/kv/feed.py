@@ -39,8 +39,8 @@ import struct
 import sys
 import time
 from array import array
-from collections.abc import Generator
-from itertools import repeat
+from collections.abc import Generator, Iterable, Iterator
+from itertools import chain, count, repeat
 
 from spi.changes import DEFAULT_RETENTION
 from spi.kv.buffer import WriteBuffer
@@ -145,7 +145,13 @@ def _pages(when: int, events: list[Events]) -> list[bytes]:
     if len(events) == 1 and len(events[0]) == 3:  # one write: no columns to build
         op, key, stored = events[0]
         return [_PAGE_HEAD.pack(when, 1) + _ONE.pack(op, len(key), len(stored)) + key + stored]
-    pages: list[bytes] = []
+    return list(_page_stream(when, events))
+
+
+def _page_stream(when: int, events: Iterable[Events]) -> Iterator[bytes]:
+    """The pages of :func:`_pages`, each made when asked for (a spilled transaction's
+    events are read back from disk as its commit writes them)."""
+    made = 0
     page = _Page()
     for item in events:
         if len(item) == 3:
@@ -168,15 +174,16 @@ def _pages(when: int, events: list[Events]) -> list[bytes]:
                 page.stored.append(b"".join(ss))
                 i += take
                 if len(page) == PAGE:
-                    pages.append(page.encode(when))
+                    yield page.encode(when)
+                    made += 1
                     page = _Page()
             continue
         if len(page) == PAGE:
-            pages.append(page.encode(when))
+            yield page.encode(when)
+            made += 1
             page = _Page()
-    if len(page) or not pages:
-        pages.append(page.encode(when))
-    return pages
+    if len(page) or not made:
+        yield page.encode(when)
 
 
 def put_event(row_key: bytes, stored: bytes, prev: bytes | None) -> Events:
@@ -247,11 +254,16 @@ class FeedLog:
         raw = view.get(REVISION)
         return 0 if raw is None else int(unpack(raw))
 
-    def take(self, buffer: WriteBuffer, pages: list[bytes], now: int) -> int | None:
-        """Add ``pages`` (committed at ``now``, µs) to ``buffer``'s batch under the
-        commit's revision; the revision, or None when the store gives it at commit."""
+    def take(self, buffer: WriteBuffer, pages: list[bytes] | Iterator[bytes], now: int) -> int | None:
+        """Add ``pages`` (committed at ``now``, µs; an iterator: a spilled transaction's,
+        written as the commit streams them) to ``buffer``'s batch under the commit's
+        revision; the revision, or None when the store gives it at commit."""
         known = buffer.known_revision()
         revision = (self.current(buffer) if known is None else known) + 1
+        if not isinstance(pages, list):
+            numbered = zip(map(_PAGE_KEY.pack, repeat(EVENTS), repeat(revision), count()), pages)
+            buffer.append_last_stream(chain(numbered, [(REVISION, pack(revision))]))
+            return revision
         keys = list(map(_PAGE_KEY.pack, repeat(EVENTS), repeat(revision), range(len(pages))))
         # Past every row and index key, already in order: the commit appends them unsorted.
         buffer.append_last([*keys, REVISION], [*pages, pack(revision)])
@@ -323,7 +335,8 @@ def record(buffer: WriteBuffer, settings: FeedSettings) -> int | None:
     revision (None: the store gives it at commit)."""
     log = log_of(buffer)
     now = time.time_ns() // 1000
-    pages = _pages(now, buffer.events)
+    spilled = buffer.spilled_events()
+    pages = _pages(now, buffer.events) if spilled is None else _page_stream(now, chain(spilled, buffer.events))
     if settings.retention_due():  # before the new pages: a trim never looks at them
         log.trim(buffer, now - int(settings.retention * 1_000_000))
     return log.take(buffer, pages, now)

@@ -85,6 +85,24 @@ class StoreSession(ABC):
         """Atomically delete the ranges ``[lo, hi)``, then write ``values[i]`` under
         ``keys[i]`` (None deletes); the keys are distinct and in order."""
 
+    def commits_sorted_stream(self) -> bool:
+        """True when :meth:`commit_sorted` takes its stream without holding it in memory
+        (RocksDB: as one file it ingests), so a long transaction may spill its writes
+        to disk (:meth:`spi.kv.buffer.WriteBuffer.allow_spill`)."""
+        return False
+
+    def commit_sorted(
+        self, range_deletes: list[tuple[bytes, bytes]], writes: Iterator[tuple[bytes, bytes | None]]
+    ) -> None:
+        """:meth:`commit` of ``writes``, ``(key, value or None)`` pairs in key order (keys
+        distinct); here gathered into lists first."""
+        keys: list[bytes] = []
+        values: list[bytes | None] = []
+        for key, value in writes:
+            keys.append(key)
+            values.append(value)
+        self.commit(range_deletes, keys, values)
+
     @abstractmethod
     def release(self) -> None:
         """End the session (after commit or to abandon it)."""

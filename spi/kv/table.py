@@ -31,6 +31,10 @@ class StoredPage(NamedTuple):
     after: bytes | None
 
 
+SPILL_AT = 100_000
+"""Buffered writes and events at which a spilling range write moves them to disk."""
+
+
 class KvTable(TableBase):
     """One table in one transaction of the ordered-store engine."""
 
@@ -228,6 +232,18 @@ class KvTable(TableBase):
         if self._events is not None:
             prev = self._stored_bytes(old)
             self._events.append(delete_event(lay.row_prefix + enc, prev, OP_EXPIRE if expired else OP_DELETE))
+
+    def spilling(self) -> KvTable:
+        """This table, its buffer allowed to spill (:meth:`WriteBuffer.allow_spill`) every
+        :data:`SPILL_AT` writes: for an auto-commit range update or delete, which holds
+        a batch of rows in memory however many it changes."""
+        self._buffer.allow_spill(SPILL_AT)
+        return self
+
+    def _matching_chunks(self, rng: Range | None, where: Expr | None, chunk: int = 1000) -> Iterator[list[Stored]]:
+        for rows in super()._matching_chunks(rng, where, chunk):
+            yield rows
+            self._buffer.spill_if_large()  # the chunk is written: none of it is read again
 
     def delete_every_row(self) -> int:
         """Delete every row; how many were live. A table without a change feed goes by

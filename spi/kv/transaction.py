@@ -42,7 +42,7 @@ def commit(buffer: WriteBuffer, feed: FeedSettings) -> None:
         for key, delta in buffer.row_deltas.items():
             if delta:
                 counters.add(buffer, key, delta)
-        revision = record(buffer, feed) if buffer.events or buffer.feed_touched else None
+        revision = record(buffer, feed) if buffer.has_events() or buffer.feed_touched else None
     except BaseException:
         buffer.discard()
         raise
