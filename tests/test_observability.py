@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_support import REPO, until
 
 import spi
@@ -32,8 +33,8 @@ def _everyday_calls(p: Any) -> None:
         assert t.read((key,)) is not None
 
 
-def _warmed(p: Any) -> Any:
-    p.admin.create(PLAIN)
+def _warmed(p: Any, spec: spi.TableSpec = PLAIN) -> Any:
+    p.admin.create(spec)
     t = p.table("plain")
     for i in range(5):
         t.upsert({"k": f"k{i}", "n": 0})
@@ -53,12 +54,16 @@ def test_rocksdb_everyday_calls_take_their_fast_paths(tmp_path: Path) -> None:
         assert p.stats()["fast_path_misses"] == before["fast_path_misses"] + 1
 
 
-def test_postgres_everyday_calls_take_their_fast_paths(pg_factory: Callable[..., Any]) -> None:
+@pytest.mark.parametrize("changes", [False, True], ids=["plain", "change-fed"])
+def test_postgres_everyday_calls_take_their_fast_paths(pg_factory: Callable[..., Any], changes: bool) -> None:
     p = pg_factory()
-    _warmed(p)
-    before = p.stats()["fast_path_misses"]
+    _warmed(p, spi.TableSpec("plain", FIELDS, ["k"], changes=changes))
+    before, revision = p.stats()["fast_path_misses"], p.revision() if changes else 0
     _everyday_calls(p)
     assert p.stats()["fast_path_misses"] == before
+    if changes:  # a revision and its event per write (the events themselves: the conformance suite)
+        assert p.revision() == revision + 150
+        assert len(list(p.changes("plain", since=revision))) == 150
 
 
 def test_postgres_conflict_retries_are_counted(pg_factory: Callable[..., Any]) -> None:
