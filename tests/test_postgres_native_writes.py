@@ -181,3 +181,80 @@ def test_range_writes_are_set_based_and_feed_events_in_key_order(p: Any) -> None
     assert deletes == [f"{i:03d}" for i in range(51, 100, 2)]
     assert all(c.row["i"] == 1 and c.version == 2 for c in events if c.op == "put")
     assert table.count() == 75
+
+
+ALL_TYPES = spi.TableSpec(
+    "typed",
+    [
+        spi.Field("k", "string"),
+        spi.Field("n", "long"),
+        spi.Field("i", "int"),
+        spi.Field("x", "double"),
+        spi.Field("f", "float"),
+        spi.Field("s", "string"),
+        spi.Field("t", "timestamp"),
+        spi.Field("b", "bytes"),
+        spi.Field("ok", "bool"),
+    ],
+    ["k"],
+    changes=True,
+)
+EDGES = [
+    {"n": -(2**63), "i": 2**31 - 1, "x": -0.0, "f": 0.1, "s": "é\u2028\U0001f600", "b": b"\x00\xff", "ok": True},
+    {"n": 2**63 - 1, "i": -(2**31), "x": float("nan"), "f": -3.4e38, "s": "", "b": b"", "ok": False},
+    {"x": float("inf"), "t": dt.datetime(1969, 12, 31, 23, 59, 59, 999_999, tzinfo=dt.UTC)},
+    {"t": dt.datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=dt.UTC), "s": "x" * 70_000},
+    {"t": dt.datetime(1, 1, 1, tzinfo=dt.UTC), "n": 0},
+]
+
+
+def _writes(table: Any, clock: ManualClock) -> None:
+    """Every kind of single-key write, over live, missing and expired rows."""
+    for i, values in enumerate(EDGES):
+        table.upsert({"k": f"k{i}", **values}, ttl=5 if i % 2 else None)
+    table.update(("k0",), {"s": "changed"})
+    table.replace({"k": "k1", "n": 1})
+    table.increment(("k2",), "n", 2**40)
+    table.compare_and_swap(("k3",), "s", "x" * 70_000, "swapped")
+    table.delete(("k4",))
+    table.upsert({"k": "k5", "n": 5}, ttl=5)
+    table.upsert({"k": "k6", "n": 6}, ttl=5)
+    table.upsert({"k": "k7", "n": 7}, ttl=5)
+    clock.advance(6)  # k5, k6 and k7 expire
+    table.upsert({"k": "k5", "i": 3})  # over an expired row: its expire, then a put that created it
+    table.insert({"k": "k6", "ok": True})
+    table.delete(("k7",))  # an expire
+    table.delete(("k1",), version=2)
+
+
+def test_a_change_fed_write_records_in_its_statement_what_a_transaction_records(p: Any) -> None:
+    """The events the single statement builds in SQL (providers/postgres/event_sql.py)
+    read back as those a transaction records from Python: same ops, keys, rows, prev,
+    created and expiry, for every type at its edges."""
+    start = ManualClock()()
+    p.clock = clock = ManualClock(start)
+    p.admin.create(ALL_TYPES)
+    p.admin.create(spi.TableSpec("twin", ALL_TYPES.fields, ALL_TYPES.primary_key, changes=True))
+    p.table("typed").read(("warm-up",))  # the statements are learnt: every write below is one statement
+    misses = p.stats()["fast_path_misses"]
+    _writes(p.table("typed"), clock)
+    assert p.stats()["fast_path_misses"] == misses
+
+    class InTransactions:  # the same calls, each in an explicit transaction (events recorded from Python)
+        def __getattr__(self, name: str) -> Any:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                with p.transaction() as tx:
+                    return getattr(tx.table("twin"), name)(*args, **kwargs)
+
+            return call
+
+    p.clock = twin_clock = ManualClock(start)  # the same times again: the same expiries
+    _writes(InTransactions(), twin_clock)
+
+    def events(name: str) -> list[str]:
+        return [
+            repr((c.op, c.key, c.row, c.version, c.created, c.prev, c.expires_at)) for c in p.changes(name, prev=True)
+        ]
+
+    assert events("typed") == events("twin")
+    assert len(events("typed")) == 19  # 16 calls: two of them over an expired row, one an expire

@@ -25,6 +25,7 @@ from providers.postgres.session import PgSession
 from providers.postgres.sql import live_rows
 from providers.postgres.statements import TableSql
 from providers.postgres.writes import DOUBLE_GUARD, WriteSql, WriteStatement, write_sql
+from spi.codec import encode_key
 from spi.filters import Expr
 from spi.keys import KeyLike, Range, key_of
 from spi.spec import TableSpec
@@ -47,6 +48,18 @@ class NativeWrites(TableBase):
     def _writes(self) -> WriteSql:
         return write_sql(self.spec, self._sql.table.schema or "", self._tx.dialect, self._sql.clock)
 
+    @property
+    def _in_statement(self) -> bool:
+        """Whether the write statements record this table's change events themselves."""
+        return self._events is not None and self._tx.records_events
+
+    def _params(self, key: tuple[Any, ...], ttl: int | None) -> dict[str, Any]:
+        """The parameters every write statement takes (and the encoded key its events name)."""
+        params = self._writes.params(self.name, key, ttl)
+        if self._in_statement:
+            params["kv_key"] = encode_key(self.spec.key_types, key)
+        return params
+
     def _statement(self, statement: WriteStatement, params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The statement's row (its first value the catalog's fingerprint, or ``true``
         for a lean statement), or None when the write matched nothing (for a lean
@@ -60,7 +73,7 @@ class NativeWrites(TableBase):
 
     def _record(self, key: tuple[Any, ...], found: tuple[Any, ...], at: int) -> None:
         """The events of a write that returned (version, new?, ..., row from ``at``)."""
-        if self._events is None:
+        if self._events is None or self._in_statement:
             return
         width = len(self.spec.columns) + 2  # the row as written, then the row before (nulls: none)
         stored = self._sql.stored(found[at : at + width])
@@ -79,8 +92,8 @@ class NativeWrites(TableBase):
         self, key: tuple[Any, ...], row: dict[str, Any], changed: tuple[str, ...], ttl: int | None, when: str | None
     ) -> tuple[Any, ...] | None:
         w = self._writes
-        params = w.row_params(w.params(self.name, key, ttl), row)
-        found = self._statement(w.merge(changed, self._events is not None, when), params)
+        params = w.row_params(self._params(key, ttl), row)
+        found = self._statement(w.merge(changed, self._events is not None, when, self._in_statement), params)
         if found is not None:
             self._record(key, found, 3)
         return found
@@ -115,14 +128,20 @@ class NativeWrites(TableBase):
         """Set ``values`` on the live row with ``key`` (at ``version``; whose column
         ``expected[0]`` holds ``expected[1]``); None when there is no such row."""
         w = self._writes
-        params = w.params(self.name, key, ttl)
+        params = self._params(key, ttl)
         params.update(zip(map(w.param_of, values), values.values()))
         if version is not None:
             params["kv_version"] = version
         if expected is not None:
             params["kv_x"] = expected[1]
         column = None if expected is None else expected[0]
-        text = w.update(tuple(values), self._events is not None, versioned=version is not None, expected=column)
+        text = w.update(
+            tuple(values),
+            self._events is not None,
+            versioned=version is not None,
+            expected=column,
+            events=self._in_statement,
+        )
         found = self._statement(text, params)
         if found is not None:
             self._record(key, found, 3)
@@ -173,14 +192,16 @@ class NativeWrites(TableBase):
         k = self._key(key)
         versioned = checked_version(version) is not None
         w = self._writes
-        params = w.params(self.name, k, None)
+        params = self._params(k, None)
         if versioned:
             params["kv_version"] = version
-        found = self._statement(w.delete(versioned=versioned, rows=self._events is not None), params)
+        found = self._statement(
+            w.delete(versioned=versioned, rows=self._events is not None, events=self._in_statement), params
+        )
         if found is None:
             return super().delete(key, version=version) if versioned else False
         was_live = bool(found[1])
-        if self._events is not None:
+        if self._events is not None and not self._in_statement:
             prev = self._sql.stored(found[2:]).values
             self._events.append(delete_event(self.spec, k, prev, OP_DELETE if was_live else OP_EXPIRE))
         return was_live
@@ -196,7 +217,7 @@ class NativeWrites(TableBase):
         assert ftype is not None
         k = self._key(key)
         w = self._writes
-        params = w.params(self.name, k, self._lifetime(None))
+        params = self._params(k, self._lifetime(None))
         if ftype is FieldType.DOUBLE:
             if not abs(amount) < DOUBLE_GUARD:  # also NaN, and an int too large for a double
                 return super().increment(key, column, amount)
@@ -208,7 +229,7 @@ class NativeWrites(TableBase):
             start = amount
             params["kv_lo"], params["kv_hi"] = lo - amount, hi - amount
         w.row_params(params, self._key_row(k, {column: start}))
-        found = self._statement(w.increment(column, self._events is not None), params)
+        found = self._statement(w.increment(column, self._events is not None, self._in_statement), params)
         if found is None:
             return super().increment(key, column, amount)
         self._record(k, found, 4)

@@ -43,6 +43,11 @@ class PgSession(Protocol):
         (:data:`providers.postgres.feed.Event`); recorded at commit."""
 
     @property
+    def records_events(self) -> bool:
+        """True when each write statement records its own change events (the
+        auto-commit write of a change-fed table): :attr:`events` then stays empty."""
+
+    @property
     def dialect(self) -> Dialect:
         """The SQLAlchemy dialect statements are compiled for."""
 

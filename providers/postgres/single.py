@@ -9,9 +9,9 @@ statement checks the spec fingerprint in the catalog, so a spec changed by anoth
 process is noticed in the same round trip. Anything unusual (unknown or changed table,
 a conflict, a failed condition to explain, a broken connection) falls back to the
 ordinary transaction path, which gives the exact answer or error: the statement
-changed nothing in those cases. A change-fed table's write runs the same statement
-in a transaction of its own on that connection, then records its events under the
-next revision and commits (:class:`_FedWrite`: three round trips).
+changed nothing in those cases. A change-fed table's write is the same single
+statement with the feed's next revision, its events and the NOTIFY in it
+(:mod:`providers.postgres.event_sql`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import gc
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from sqlalchemy.engine import Dialect
@@ -27,7 +27,6 @@ from sqlalchemy.engine import Dialect
 from providers.postgres.arrow import adbc_batches
 from providers.postgres.database import PgDatabase
 from providers.postgres.errors import CONFLICT_STATES, STALE_PLAN
-from providers.postgres.feed import record
 from providers.postgres.statements import ReadStatement, TableSql
 from providers.postgres.table import PgTable
 from providers.postgres.transaction import PgTransaction, begin
@@ -60,10 +59,11 @@ class _OneStatement:
 
     ended = False
 
-    def __init__(self, db: PgDatabase, statement: ReadStatement | None) -> None:
+    def __init__(self, db: PgDatabase, statement: ReadStatement | None, *, records_events: bool = False) -> None:
         self._db = db
         self._statement = statement  # None: a write, which reads no row
-        self.events: list[Any] = []  # never recorded: tables with a feed take a transaction
+        self.records_events = records_events  # a change-fed table's write: its statement records its events
+        self.events: list[Any] = []  # never recorded: the statement records them, or none are made
         self._now: int | None = None
 
     @property
@@ -130,86 +130,9 @@ class _OneStatement:
     def _needs_transaction(self, *_args: Any, **_kwargs: Any) -> NoReturn:
         raise Fallback
 
-    def errors(self) -> AbstractContextManager[None]:
-        """Needs a transaction: :class:`Fallback`."""
-        raise Fallback
-
-    def driver_connection(self) -> Any:
-        """Needs a transaction: :class:`Fallback`."""
-        raise Fallback
-
-    execute = query = literal_sql = temp_name = track = relation_exists = _needs_transaction
-
-
-class _FedWrite(_OneStatement):
-    """A :class:`~providers.postgres.session.PgSession` for one auto-commit write of a
-    change-fed table, run as :class:`_OneStatement` runs it for a plain one but inside
-    ``BEGIN`` … ``COMMIT`` on a kept autocommit connection (SERIALIZABLE, the session
-    default): the write statement (which returns the row before and after), then its
-    events under the next revision with the NOTIFY in one more statement
-    (:func:`~providers.postgres.feed.record`), then the commit — three round trips, no
-    catalog query, no pool checkout, nothing built by SQLAlchemy. Anything unusual
-    raises :class:`Fallback` after a rollback, so the transaction path starts from the
-    same state."""
-
-    def __init__(self, db: PgDatabase) -> None:
-        super().__init__(db, None)
-        self._kept: tuple[Any, Any] | None = None
-
-    def write(self, text: str, params: Mapping[str, Any], fingerprint: str | None) -> tuple[Any, ...] | None:
-        """The write in the open transaction (begun here: only one write per call)."""
-        if self._kept is not None:
-            raise Fallback
-        self._kept = kept = self._db.take_autocommit()
-        try:
-            kept[1].execute("BEGIN")
-            row = kept[1].execute(text, params, prepare=True).fetchone()
-        except Exception:
-            self._db.forget_table(params["kv_name"])
-            raise Fallback from None
-        if fingerprint is None:
-            return None if row is None else tuple(row)
-        if row is None or row[0] != fingerprint:
-            self._db.forget_table(params["kv_name"])
-            raise Fallback
-        return tuple(row)
-
-    def errors(self) -> AbstractContextManager[None]:
-        """Errors pass as they are: the caller rolls back and falls back on any."""
-        return nullcontext()
-
-    def driver_connection(self) -> Any:
-        """The kept connection, inside the transaction the write began."""
-        if self._kept is None:
-            raise Fallback
-        return self._kept[1].connection
-
-    def commit(self) -> None:
-        """Record the events and commit; :class:`Fallback` (after a rollback) if either fails."""
-        kept = self._kept
-        if kept is None:
-            return
-        try:
-            if self.events:
-                record(self, self._db.schema, self.events)  # type: ignore[arg-type]
-            kept[1].execute("COMMIT")
-        except Exception:
-            self.rollback()
-            raise Fallback from None
-        self._kept = None
-        self._db.give_back(kept)
-
-    def rollback(self) -> None:
-        """End the transaction without its writes and hand the connection back."""
-        kept, self._kept = self._kept, None
-        if kept is None:
-            return
-        try:
-            kept[1].execute("ROLLBACK")
-        except Exception:
-            self._db.give_back(kept, broken=True)
-            return
-        self._db.give_back(kept)
+    errors = execute = query = literal_sql = driver_connection = temp_name = track = relation_exists = (
+        _needs_transaction
+    )
 
 
 @contextmanager
@@ -279,22 +202,12 @@ class PgAutoCommitTable(AutoCommitTable):
         when the table's spec is known and it has no change feed, else (or on
         :class:`Fallback`) in a transaction."""
         cached = self._db.cached_read(self.name)
-        if cached is not None and not cached[0].spec.changes:
+        if cached is not None:
+            session = _OneStatement(self._db, None, records_events=cached[0].spec.changes)
             try:
-                return op(PgTable(_OneStatement(self._db, None), cached[0]))
+                return op(PgTable(session, cached[0]))
             except (Fallback, KvError):
                 pass  # nothing was written; an error may come from a spec changed since it was cached
-        elif cached is not None:
-            fed = _FedWrite(self._db)
-            try:
-                result = op(PgTable(fed, cached[0]))
-                fed.commit()
-                return result
-            except (Fallback, KvError):
-                fed.rollback()  # nothing was written; the transaction path gives the exact answer
-            except BaseException:
-                fed.rollback()
-                raise
         self._missed("write")
         return self._call(op)
 

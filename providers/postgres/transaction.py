@@ -44,6 +44,8 @@ class PgTransaction(TransactionBase):
     """One SQLAlchemy connection in a SERIALIZABLE transaction (READ COMMITTED for DDL);
     a :class:`~providers.postgres.session.PgSession` for its tables."""
 
+    records_events = False  # its events are recorded at commit
+
     def __init__(
         self,
         db: PgDatabase,

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy.engine import Dialect
 
+from providers.postgres.event_sql import EventSql
 from providers.postgres.schema import CATALOG, EXPIRES, TYPE_NAMES, VERSION, qualified
 from spi.clock import Clock
 from spi.codec import from_micros
@@ -96,9 +97,10 @@ class WriteSql:
         self._key_match = " AND ".join(
             f"kv_t.{n} = %(kv_k{i})s::{self._cast(k)}" for i, (k, n) in enumerate(zip(spec.primary_key, self._keys))
         )
-        everything = ", ".join(f"kv_t.{self._names[c]}" for c in spec.columns)
-        self._row = f"{everything}, kv_t.{VERSION}, kv_t.{EXPIRES}"
+        everything = ", ".join(f"kv_t.{self._names[c]} AS kv_c{i}" for i, c in enumerate(spec.columns))
+        self._row = f"{everything}, kv_t.{VERSION} AS kv_cv, kv_t.{EXPIRES} AS kv_ce"
         self._cache: dict[Any, WriteStatement] = {}
+        self._events = EventSql(spec, schema, dialect) if spec.changes else None
 
     def _cast(self, column: str) -> str:
         return TYPE_NAMES[self.spec.type_of(column)]
@@ -106,21 +108,33 @@ class WriteSql:
     def _value(self, column: str) -> str:
         return f"%({self._params[column]})s::{self._cast(column)}"
 
-    def _frame(self, write: str, checked: bool, old: bool = False) -> WriteStatement:
+    def _frame(self, write: str, checked: bool, old: bool = False, events: str = "") -> WriteStatement:
         """The statement around ``write``; ``old``: its result ends with the row as it
-        was stored before (nulls where there was none; a change feed's ``prev``)."""
-        before = f" kv_o AS (SELECT {self._row} FROM {self._table} AS kv_t WHERE {self._key_match}),"
-        if not checked:
-            if not old:
-                return WriteStatement(write, False)
-            text = f"WITH{before} kv_w AS ({write}) SELECT kv_w.*, kv_o.* FROM kv_w LEFT JOIN kv_o ON true"
-            return WriteStatement(text, False)
-        text = (
-            f"WITH kv_c AS (SELECT fingerprint FROM {self._catalog} WHERE name = %(kv_name)s),{before if old else ''}"
-            f" kv_w AS ({write}) SELECT kv_c.fingerprint, kv_w.*{', kv_o.*' if old else ''}"
-            f" FROM kv_c LEFT JOIN kv_w ON true{' LEFT JOIN kv_o ON true' if old else ''}"
-        )
-        return WriteStatement(text, True)
+        was stored before (nulls where there was none; a change feed's ``prev``);
+        ``events``: the CTEs that record the write's change events (:mod:`event_sql`)."""
+        if not (checked or old or events):
+            return WriteStatement(write, False)
+        ctes = [f"kv_c AS (SELECT fingerprint FROM {self._catalog} WHERE name = %(kv_name)s)"] if checked else []
+        if old:
+            ctes.append(f"kv_o AS (SELECT {self._row} FROM {self._table} AS kv_t WHERE {self._key_match})")
+        ctes.append(f"kv_w AS ({write})")
+        if events:
+            ctes.append(events)
+        rows, before = f"kv_w.*{', kv_o.*' if old else ''}", " LEFT JOIN kv_o ON true" if old else ""
+        if checked:
+            select = f"SELECT kv_c.fingerprint, {rows} FROM kv_c LEFT JOIN kv_w ON true{before}"
+        else:
+            select = f"SELECT {rows} FROM kv_w{before}"
+        return WriteStatement(f"WITH {', '.join(ctes)} {select}", checked)
+
+    def _put_events(self, events: bool) -> str:
+        """The event CTEs of a put (see :meth:`EventSql.puts`), or nothing."""
+        if not events:
+            return ""
+        assert self._events is not None
+        n = len(self.spec.columns)
+        new, old = [f"kv_w.kv_c{i}" for i in range(n)], [f"kv_o.kv_c{i}" for i in range(n)]
+        return self._events.puts(new, "kv_w.kv_cv", "kv_w.kv_ce", "kv_w.kv_new", old)
 
     def _spec_holds(self, checked: bool) -> str:
         """The condition that the catalog still holds the spec."""
@@ -153,34 +167,32 @@ class WriteSql:
             f" SELECT {', '.join(self._value(c) for c in spec.columns)}, 1, {self._expiry}"
             f" WHERE {self._spec_holds(checked)} ON CONFLICT ({', '.join(self._keys)})"
             f" DO UPDATE SET {', '.join(sets)}{'' if when is None else f' WHERE NOT {self._live} OR ({when})'}"
-            + self._returning(f"kv_t.{VERSION}, kv_t.xmax = 0{extra}", rows, checked)
+            + self._returning(f"kv_t.{VERSION}, kv_t.xmax = 0 AS kv_new{extra}", rows, checked)
         )
 
-    def merge(self, changed: Collection[str], rows: bool, when: str | None = None) -> WriteStatement:
+    def merge(
+        self, changed: Collection[str], rows: bool, when: str | None = None, events: bool = False
+    ) -> WriteStatement:
         """Insert a full row, or on a live row set only the ``changed`` columns (see
         :meth:`_upsert`); ``when``: a further condition on the stored live row (the
         write does nothing when it fails; checked, else lean). Returns the version,
-        whether the row was new, [the row]."""
-        cache_key = ("merge", changed, rows, when)
+        whether the row was new, [the row]; ``events``: the statement records the
+        write's change events itself (``rows`` too; parameter ``kv_key``)."""
+        cache_key = ("merge", changed, rows, when, events)
         statement = self._cache.get(cache_key)
         if statement is None:
             setting = {c: f"EXCLUDED.{self._names[c]}" for c in changed}
             checked = when is not None
             write = self._upsert(setting, when, checked, rows)
-            statement = self._cache[cache_key] = self._frame(write, checked, rows)
+            statement = self._cache[cache_key] = self._frame(write, checked, rows, self._put_events(events))
         return statement
 
-    def insert(self, rows: bool) -> WriteStatement:
-        """Insert a full row; over an expired row, replace it at version 1; a live row
-        stops it (no row returned)."""
-        return self.merge(self.spec.columns, rows, when="false")
-
-    def increment(self, column: str, rows: bool) -> WriteStatement:
+    def increment(self, column: str, rows: bool, events: bool = False) -> WriteStatement:
         """Add the amount (``column``'s ``kv_v*``) to ``column`` of the live row (null
         counts as 0) when its value is within ``kv_lo``..``kv_hi`` (doubles: below
         :data:`DOUBLE_GUARD` in magnitude), else insert the row with ``kv_v*`` (lean).
         Returns the version, whether new, the new value, [the row]."""
-        cache_key = ("increment", column, rows)
+        cache_key = ("increment", column, rows, events)
         statement = self._cache.get(cache_key)
         if statement is None:
             name = self._names[column]
@@ -191,16 +203,22 @@ class WriteSql:
                 guard = f"{current} BETWEEN %(kv_lo)s::numeric AND %(kv_hi)s::numeric"
             added = f"CASE WHEN {self._live} THEN {current} + EXCLUDED.{name} ELSE EXCLUDED.{name} END"
             write = self._upsert({column: added}, guard, False, rows, f", kv_t.{name}")
-            statement = self._cache[cache_key] = self._frame(write, False, rows)
+            statement = self._cache[cache_key] = self._frame(write, False, rows, self._put_events(events))
         return statement
 
     def update(
-        self, changed: tuple[str, ...], rows: bool, *, versioned: bool, expected: str | None = None
+        self,
+        changed: tuple[str, ...],
+        rows: bool,
+        *,
+        versioned: bool,
+        expected: str | None = None,
+        events: bool = False,
     ) -> WriteStatement:
         """Set the ``changed`` columns of the live row (``versioned``: at version
         ``kv_version``; ``expected``: whose column holds ``kv_x``, checked; else lean).
         Returns the version, false, [the row]; nothing when no such row."""
-        cache_key = ("update", changed, rows, versioned, expected)
+        cache_key = ("update", changed, rows, versioned, expected, events)
         text = self._cache.get(cache_key)
         if text is None:
             names = self._names
@@ -214,24 +232,30 @@ class WriteSql:
             if expected is not None:
                 conditions.append(f"kv_t.{names[expected]} = %(kv_x)s::{self._cast(expected)}")
             write = f"UPDATE {self._table} AS kv_t SET {', '.join(sets)} WHERE {' AND '.join(conditions)}"
-            write += self._returning(f"kv_t.{VERSION}, false", rows, checked)
-            text = self._cache[cache_key] = self._frame(write, checked, rows)
+            write += self._returning(f"kv_t.{VERSION}, false AS kv_new", rows, checked)
+            text = self._cache[cache_key] = self._frame(write, checked, rows, self._put_events(events))
         return text
 
-    def delete(self, *, versioned: bool, rows: bool = False) -> WriteStatement:
+    def delete(self, *, versioned: bool, rows: bool = False, events: bool = False) -> WriteStatement:
         """Delete the row (``versioned``: only a live one at version ``kv_version``,
         lean; else checked). Returns whether it was live, [the row deleted]; nothing
         when there was none."""
-        cache_key = ("delete", versioned, rows)
+        cache_key = ("delete", versioned, rows, events)
         text = self._cache.get(cache_key)
         if text is None:
             conditions = [self._key_match, self._spec_holds(not versioned)]
             if versioned:
                 conditions += [self._live, f"kv_t.{VERSION} = %(kv_version)s::int8"]
             write = f"DELETE FROM {self._table} AS kv_t WHERE {' AND '.join(conditions)}"
-            write += f" RETURNING {self._live}" if not versioned else f" RETURNING true, {self._live}"
+            write += (
+                f" RETURNING {self._live} AS kv_live" if not versioned else f" RETURNING true, {self._live} AS kv_live"
+            )
             write += f", {self._row}" if rows else ""
-            text = self._cache[cache_key] = self._frame(write, not versioned)
+            recorded = ""
+            if events:
+                assert self._events is not None
+                recorded = self._events.delete([f"kv_w.kv_c{i}" for i in range(len(self.spec.columns))], "kv_w.kv_live")
+            text = self._cache[cache_key] = self._frame(write, not versioned, events=recorded)
         return text
 
     def param_of(self, column: str) -> str:
