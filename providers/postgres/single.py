@@ -85,6 +85,12 @@ class _OneStatement:
             if not isinstance(exc, Exception):
                 raise
             db.forget_table(sql.spec.name)  # learnt again by the transaction that answers instead
+            log.debug(
+                "read of %r: the statement failed (%s: %s); in a transaction instead",
+                sql.spec.name,
+                type(exc).__name__,
+                exc,
+            )
             raise Fallback from None
         db.give_back(kept)
         if row is None or row[0] != statement.fingerprint:
@@ -112,6 +118,12 @@ class _OneStatement:
                 raise
             if state not in CONFLICT_STATES:
                 db.forget_table(params["kv_name"])
+            log.debug(
+                "write to %r: the statement failed (%s: %s); in a transaction instead",
+                params["kv_name"],
+                type(exc).__name__,
+                exc,
+            )
             raise Fallback from None
         db.give_back(kept)
         if fingerprint is None:
