@@ -85,17 +85,23 @@ class ThrowawayEtcd:
         """A provider URL naming every member (no prefix: the default)."""
         return "etcd://" + ",".join(self.endpoints)
 
+    def advertised(self, i: int) -> tuple[int, int]:
+        """The client and peer ports member ``i`` tells clients and peers to use (its
+        own; a subclass may put proxies in front of them)."""
+        return self.client_ports[i], self.peer_ports[i]
+
     def _args(self, i: int) -> list[str]:
-        cluster = ",".join(f"m{j}=http://127.0.0.1:{p}" for j, p in enumerate(self.peer_ports))
+        cluster = ",".join(f"m{j}=http://127.0.0.1:{self.advertised(j)[1]}" for j in range(self.members))
         client, peer = f"http://127.0.0.1:{self.client_ports[i]}", f"http://127.0.0.1:{self.peer_ports[i]}"
+        shown_client, shown_peer = (f"http://127.0.0.1:{port}" for port in self.advertised(i))
         return [
             self.binary,
             f"--name=m{i}",
             f"--data-dir={os.path.join(self.root, f'm{i}')}",
             f"--listen-client-urls={client}",
-            f"--advertise-client-urls={client}",
+            f"--advertise-client-urls={shown_client}",
             f"--listen-peer-urls={peer}",
-            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={shown_peer}",
             f"--initial-cluster={cluster}",
             "--initial-cluster-state=new",
             "--initial-cluster-token=kvctl-test",
@@ -113,15 +119,19 @@ class ThrowawayEtcd:
         finally:
             log.close()
 
-    def start(self) -> ThrowawayEtcd:
-        """Start three members on free ports and wait until the cluster has a leader."""
-        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
-        self.root = tempfile.mkdtemp(prefix="kvctl-etcd-", dir=base)
+    def choose_ports(self) -> tuple[list[int], list[int]]:
+        """Free client and peer ports for the members."""
         ports: set[int] = set()
         while len(ports) < 2 * self.members:
             ports.add(free_port())
         listed = sorted(ports)
-        self.client_ports, self.peer_ports = listed[: self.members], listed[self.members :]
+        return listed[: self.members], listed[self.members :]
+
+    def start(self) -> ThrowawayEtcd:
+        """Start three members on free ports and wait until the cluster has a leader."""
+        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self.root = tempfile.mkdtemp(prefix="kvctl-etcd-", dir=base)
+        self.client_ports, self.peer_ports = self.choose_ports()
         for i in range(self.members):
             self._spawn(i)
         try:

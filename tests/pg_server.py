@@ -75,8 +75,11 @@ def free_port() -> int:
 class ThrowawayPostgres:
     """Start a disposable server with :meth:`start`, stop and delete it with :meth:`stop`."""
 
-    def __init__(self, bindir: str) -> None:
+    def __init__(self, bindir: str, settings: dict[str, str] | None = None) -> None:
         self.bindir = bindir
+        self.settings = {**_SETTINGS, **(settings or {})}
+        """The server's settings: :data:`_SETTINGS` and the caller's (e.g. ``synchronous_commit``
+        on, for a server that is crashed on purpose and must keep what it acknowledged)."""
         self.port = 0
         self.root = ""
         self._as_postgres = os.geteuid() == 0
@@ -124,24 +127,8 @@ class ThrowawayPostgres:
         last: Exception | None = None
         for _ in range(5):  # a free port can be taken between choosing and binding it
             self.port = free_port()
-            options = " ".join(f"-c {k}={v}" for k, v in _SETTINGS.items())
-            options += f" -p {self.port} -k {self.root}"
             try:
-                self._run(
-                    [
-                        self.bin("pg_ctl"),
-                        "-D",
-                        data,
-                        "-l",
-                        os.path.join(self.root, "log"),
-                        "-w",
-                        "-t",
-                        "60",
-                        "-o",
-                        options,
-                        "start",
-                    ]
-                )
+                self.start_again()
                 break
             except subprocess.CalledProcessError as exc:
                 last = exc
@@ -151,6 +138,20 @@ class ThrowawayPostgres:
             raise RuntimeError(f"PostgreSQL did not start: {last}\n{log}")
         self._create_password_role()
         return self
+
+    def start_again(self) -> None:
+        """Start the server on its data directory and port (after :meth:`halt`) and wait
+        until it accepts connections."""
+        options = " ".join(f"-c {k}={v}" for k, v in self.settings.items())
+        options += f" -p {self.port} -k {self.root}"
+        data = os.path.join(self.root, "data")
+        log = os.path.join(self.root, "log")
+        self._run([self.bin("pg_ctl"), "-D", data, "-l", log, "-w", "-t", "60", "-o", options, "start"])
+
+    def halt(self, mode: str = "immediate") -> None:
+        """Stop the server, keeping its data (``pg_ctl stop -m MODE``: ``immediate`` is
+        a crash, ``fast`` a clean shutdown that ends every session)."""
+        self._run([self.bin("pg_ctl"), "-D", os.path.join(self.root, "data"), "-m", mode, "-w", "stop"])
 
     def _create_password_role(self) -> None:
         import psycopg

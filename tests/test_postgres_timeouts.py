@@ -241,3 +241,35 @@ def test_a_statement_in_a_transaction_on_a_hung_server_says_so(frozen: Throwaway
     assert message.startswith("PostgreSQL at ") and "stopped answering" in message, message
     assert "no reply for 2 s and a new connection none within 2 s" in message
     assert 2 <= elapsed < 2 + 2 + 2, elapsed  # the silence, the check, the sampling
+
+
+def test_a_scan_ending_on_a_connection_the_server_closed_says_unavailable(
+    pg_server: Any, pg_factory: Callable[..., Any]
+) -> None:
+    """The server ends the connection (a crash or a stop) between a streamed scan's last
+    fetch and the close of its cursor: the close's driver error is an SPI error too
+    (found by bench/chaos.py: psycopg's AdminShutdown escaped a transaction's scan)."""
+    p = pg_factory()
+    p.admin.create(spi.TableSpec("t", [spi.Field("k", "long")], ["k"]))
+    p.table("t").load({"k": k} for k in range(3))
+    with pytest.raises(spi.ProviderUnavailableError), p.transaction() as tx:
+        rows = tx.table("t").scan()  # streamed through a server-side cursor
+        assert [next(rows)["k"] for _ in range(3)] == [0, 1, 2]
+        pid = tx.driver_connection().info.backend_pid
+        with psycopg.connect(pg_server.dsn, autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        rows._result = _LastFetchDone(rows._result)  # the next step closes the cursor
+        next(rows)
+
+
+class _LastFetchDone:
+    """A server-side cursor whose next fetch comes back empty (as the last one does)."""
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+
+    def fetchmany(self, size: int) -> list[Any]:
+        return []
+
+    def close(self) -> None:
+        self.cursor.close()

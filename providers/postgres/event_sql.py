@@ -39,7 +39,9 @@ def _bytes(data: bytes) -> str:
 
 def micros_sql(expr: str) -> str:
     """Microseconds since the epoch of the timestamptz ``expr`` (an int8)."""
-    return f"(floor(extract(epoch FROM {expr}))::int8 * 1000000 + mod(extract(microseconds FROM {expr})::int8, 1000000))"
+    return (
+        f"(floor(extract(epoch FROM {expr}))::int8 * 1000000 + mod(extract(microseconds FROM {expr})::int8, 1000000))"
+    )
 
 
 def _packed(ftype: FieldType, x: str) -> str:

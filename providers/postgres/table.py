@@ -93,8 +93,9 @@ class _Cursor(Generic[T]):
         return row
 
     def close(self) -> None:
-        """Close the server-side cursor."""
-        self._result.close()
+        """Close the server-side cursor (a server gone meanwhile: ProviderUnavailableError)."""
+        with self._tx.errors():
+            self._result.close()
 
 
 def _column_batches(
