@@ -28,7 +28,7 @@ import time
 from collections.abc import Hashable
 from typing import Protocol
 
-__all__ = ["SYSTEM_CLOCK", "Clock", "ManualClock", "is_system_clock"]
+__all__ = ["SYSTEM_CLOCK", "Clock", "ManualClock", "is_live", "is_system_clock", "now_micros"]
 
 
 class Clock(Hashable, Protocol):
@@ -44,6 +44,21 @@ class Clock(Hashable, Protocol):
 SYSTEM_CLOCK: Clock = time.time_ns
 """The default clock: the machine's wall clock (:func:`time.time_ns` itself, so the
 default costs nothing beyond the call it always was)."""
+
+
+def now_micros(clock: Clock) -> int:
+    """Now on ``clock`` in microseconds since the epoch: the unit row expiry is kept
+    and decided in."""
+    return clock() // 1000
+
+
+def is_live(expires: int | None, now: int) -> bool:
+    """The one liveness rule: a row expiring at ``expires`` (microseconds since the
+    epoch; None: never) is live before that moment and gone from it on, ``now``
+    included. Scans generated for speed (``spi/kv/layout.py``, ``spi/kv/scan.py``)
+    and PostgreSQL's SQL (``live_sql`` in ``providers/postgres/writes.py``,
+    ``providers/postgres/schema.py``) state the same comparison inline."""
+    return expires is None or expires > now
 
 
 def is_system_clock(clock: Clock | None) -> bool:

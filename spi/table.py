@@ -12,13 +12,13 @@ pagination tokens, multi-range merges — is implemented here.
 from __future__ import annotations
 
 import itertools
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from spi.aggregate import Aggregates
 from spi.checksum import Checksums
+from spi.clock import SYSTEM_CLOCK, is_live, now_micros
 from spi.errors import InvalidFieldError, RowExistsError, RowNotFoundError, VersionMismatchError
 from spi.filters import Expr, bind
 from spi.kept import load_kept
@@ -79,7 +79,7 @@ class TableBase(Aggregates, Checksums, ABC):
         """Now, in microseconds since the epoch, on the provider's clock (which decides
         when rows expire): here the wall clock; a provider whose clock can be set
         (:mod:`spi.clock`) answers with that one."""
-        return time.time_ns() // 1000
+        return now_micros(SYSTEM_CLOCK)
 
     @abstractmethod
     def _scan(self, request: ScanRequest) -> Iterator[Stored]:
@@ -190,9 +190,9 @@ class TableBase(Aggregates, Checksums, ABC):
 
     def _live(self, stored: Stored | None, now: int | None = None) -> Stored | None:
         """``stored`` unless it has expired."""
-        if stored is None or stored.expires is None or stored.expires > (self._clock() if now is None else now):
+        if stored is None or stored.expires is None:  # no clock read for a row that never expires
             return stored
-        return None
+        return stored if is_live(stored.expires, self._clock() if now is None else now) else None
 
     def _current(self, key: tuple[Any, ...]) -> Stored | None:
         """What a write to ``key`` meets: the stored row, or None when there is none or
@@ -210,7 +210,7 @@ class TableBase(Aggregates, Checksums, ABC):
         for i, old in enumerate(olds):
             if old is not None and old.expires is not None:
                 now = self._clock() if now is None else now
-                if old.expires <= now:
+                if not is_live(old.expires, now):
                     self._remove(keys[i], old, expired=True)
                     olds[i] = None
         return olds

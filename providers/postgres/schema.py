@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import quoted_name
 
-from spi.clock import Clock
+from spi.clock import Clock, now_micros
 from spi.codec import from_micros
 from spi.spec import TableSpec
 from spi.types import FieldType, to_float32
@@ -139,7 +139,7 @@ _NOW = "kv_now"
 def clock_now(clock: Clock) -> sa.BindParameter[dt.datetime]:
     """Now on a test ``clock``, as the statement's parameter ``kv_now`` (a timestamptz,
     read from the clock each time the statement runs, or is rendered with literals)."""
-    return sa.bindparam(_NOW, callable_=lambda: from_micros(clock() // 1000), type_=pg.TIMESTAMP(timezone=True))
+    return sa.bindparam(_NOW, callable_=lambda: from_micros(now_micros(clock)), type_=pg.TIMESTAMP(timezone=True))
 
 
 def expiry_now(table: sa.FromClause) -> Any:

@@ -22,6 +22,7 @@ from providers.postgres.sql import count_select, key_histogram, range_condition,
 from providers.postgres.statements import TableSql
 from spi.aggregate import Group
 from spi.checksum import Checksum, Segment
+from spi.clock import now_micros
 from spi.codec import from_micros
 from spi.errors import KvError
 from spi.filters import Expr
@@ -148,7 +149,7 @@ class PgTable(NativeWrites):
         writes that set an expiry or meet one; a one-statement read has it already),
         or on the provider's test clock (:mod:`spi.clock`) when it has one."""
         clock = self._sql.clock
-        return self._tx.server_micros() if clock is None else clock() // 1000
+        return self._tx.server_micros() if clock is None else now_micros(clock)
 
     def _put(
         self, key: tuple[Any, ...], values: dict[str, Any], version: int, old: Stored | None, expires: int | None

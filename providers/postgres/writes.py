@@ -43,7 +43,7 @@ from sqlalchemy.engine import Dialect
 
 from providers.postgres.event_sql import EventSql
 from providers.postgres.schema import CATALOG, EXPIRES, TYPE_NAMES, VERSION, qualified
-from spi.clock import Clock
+from spi.clock import Clock, now_micros
 from spi.codec import from_micros
 from spi.spec import TableSpec
 from spi.types import FieldType
@@ -272,7 +272,7 @@ class WriteSql:
         for i, value in enumerate(key):
             params[f"kv_k{i}"] = value
         if self._clock is not None:
-            params["kv_now"] = from_micros(self._clock() // 1000)
+            params["kv_now"] = from_micros(now_micros(self._clock))
         return params
 
     def row_params(self, params: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from spi.clock import now_micros
 from spi.codec import prefix_successor
 from spi.errors import SchemaError, TableExistsError, TableNotFoundError, TransactionTooLargeError
 from spi.fitting import Fitting
@@ -188,7 +189,7 @@ class KvAdmin(Admin):
         """Remove the table's rows expired by now on the provider's clock
         (:attr:`LayoutCache.clock`), in commits of up to :data:`SWEEP_BATCH` rows (halved
         while the store refuses a commit's size); how many were removed."""
-        now = self._layouts.clock() // 1000
+        now = now_micros(self._layouts.clock)
         removed = 0
         fitting = Fitting()
 

@@ -43,6 +43,7 @@ from collections.abc import Generator, Iterable, Iterator
 from itertools import chain, count, repeat
 
 from spi.changes import DEFAULT_RETENTION
+from spi.clock import SYSTEM_CLOCK, now_micros
 from spi.kv.buffer import WriteBuffer
 from spi.kv.layout import COMPACTED, EVENTS, REVISION, pack, unpack
 
@@ -334,7 +335,7 @@ def record(buffer: WriteBuffer, settings: FeedSettings) -> int | None:
     """Give ``buffer``'s events the commit's revision, in its own write batch; the
     revision (None: the store gives it at commit)."""
     log = log_of(buffer)
-    now = time.time_ns() // 1000
+    now = now_micros(SYSTEM_CLOCK)  # the commit's time: the wall clock's, whatever decides expiry
     spilled = buffer.spilled_events()
     pages = _pages(now, buffer.events) if spilled is None else _page_stream(now, chain(spilled, buffer.events))
     if settings.retention_due():  # before the new pages: a trim never looks at them

@@ -39,7 +39,7 @@ from typing import Any
 
 import msgspec
 
-from spi.clock import SYSTEM_CLOCK, Clock
+from spi.clock import SYSTEM_CLOCK, Clock, now_micros
 from spi.codec import encode_key, from_micros, key_encoder, nullable_encoder, prefix_successor, to_micros
 from spi.codegen import column_closure, dict_display
 from spi.filters import Expr
@@ -308,7 +308,8 @@ def _generated_reader(
     def row_of(lazy: bool) -> str:
         # ``lazy``: now is read at the first row that expires (a point read of a row
         # without expiry reads no clock); else once before the loop (a scan).
-        first = "    if now is None:\n        now = clock() // 1000\n" if lazy else ""
+        # ``v[1] <= now``: not spi.clock.is_live, inline (a call per row would cost).
+        first = "    if now is None:\n        now = now_micros(clock)\n" if lazy else ""
         return f"v = r.head\nif v.__class__ is not int:\n{first}    if v[1] <= now:\n        continue\n{test}{whole}"
 
     row_source, row_lazy = row_of(False), row_of(True)
@@ -318,7 +319,7 @@ def _generated_reader(
     body = (
         f"def read_rows(view, chunks, limit, clock):\n"
         f"    n = 0\n"
-        f"    now = clock() // 1000\n"
+        f"    now = now_micros(clock)\n"
         f"    while True:\n"
         f"        if view.ended:  # checked before the store is touched again\n"
         f"            raise ended_error()\n"
@@ -347,7 +348,7 @@ def _generated_reader(
         f"                return rows\n"
         f"    return rows\n"
         f"def read_all(chunks, clock):\n"
-        f"    now = clock() // 1000\n"
+        f"    now = now_micros(clock)\n"
         f"    for chunk in chunks:\n"
         f"        {loop}\n"
         f"{indent(row_source, ' ' * 12)}"
@@ -362,6 +363,7 @@ def _generated_reader(
         "array_head": functools.partial(_ARRAY32.pack, 0xDD),  # msgpack array32: 0xdd, count
         "join": b"".join,
         "ended_error": ended_error,
+        "now_micros": now_micros,
     }
     exec(body, namespace)
     return namespace["read_rows"], namespace["read_list"], namespace["read_all"]

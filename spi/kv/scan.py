@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from itertools import islice, starmap
 from typing import Any, TypeVar
 
+from spi.clock import now_micros
 from spi.codec import decode_key, decode_nullable, encode_nullable, prefix_successor
 from spi.filters import Expr
 from spi.keys import Range, ResolvedRange, key_of, quantile_cuts, ranges_between
@@ -154,7 +155,7 @@ class Scanner:
             return
         stored = tx.values(lo, hi, descending)
         n = 0
-        now = tx.clock() // 1000
+        now = now_micros(tx.clock)
         while True:
             if tx.ended:  # checked before the store is touched again
                 raise ended_error()
@@ -163,7 +164,7 @@ class Scanner:
                 return
             raw = unpack(data)
             head = raw[0]
-            if head.__class__ is not int and head[1] <= now:
+            if head.__class__ is not int and head[1] <= now:  # not is_live, inline (spi.clock)
                 continue
             values = values_of(raw)
             if keep is not None and not keep(values):
@@ -275,7 +276,7 @@ class Scanner:
     def _index_rows(self, plan: Plan, after: bytes | None, make: Callable[..., Any] = Stored) -> Iterator[Any]:
         """The rows an index scan finds, as ``make(values, version)``."""
         tx, unpack, values_of = self._buffer, _unpack, self._layout.values_of
-        now = tx.clock() // 1000
+        now = now_micros(tx.clock)
         chunks = self._index_chunks(plan, after)
         while True:
             if tx.ended:
@@ -335,7 +336,7 @@ class Scanner:
             return 0
         lay = self._layout
         if plan.residual is None and plan.index is None:
-            now = self._buffer.clock() // 1000
+            now = now_micros(self._buffer.clock)
             if plan.key_range == ResolvedRange.everything():
                 stored = self.stored_count()
                 if stored is not None:

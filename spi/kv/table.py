@@ -8,6 +8,7 @@ from itertools import repeat
 from typing import Any, NamedTuple
 
 from spi.checksum import row_hasher
+from spi.clock import now_micros
 from spi.filters import Expr
 from spi.kept import write_kept
 from spi.keys import Range, ResolvedRange, key_of, resolve_range
@@ -68,7 +69,7 @@ class KvTable(TableBase):
     def _clock(self) -> int:
         """Now on the clock of the buffer (the provider's clock, :mod:`spi.clock`), in
         microseconds since the epoch."""
-        return self._buffer.clock() // 1000
+        return now_micros(self._buffer.clock)
 
     def _get(self, key: tuple[Any, ...]) -> Stored | None:
         raw = self._buffer.get(self._layout.row_prefix + self._encoded(key))
