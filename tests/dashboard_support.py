@@ -19,7 +19,7 @@ import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from textual import events
@@ -34,6 +34,7 @@ from spi.testing.fixtures import ALL_TYPES, COUNTERS, ORDERS, all_types_row, ord
 from spi.testing.requirements import need
 
 REPO = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 
 ORDER_ROWS = 150
 
@@ -283,14 +284,31 @@ class Tmux:
     def type(self, text: str) -> None:
         self.run("send-keys", "-t", "dash", "-l", text)
 
+    def cursor(self) -> tuple[int, int]:
+        """The terminal's cursor, (column, line): where the focused input's cursor is."""
+        column, line = self.run("display-message", "-p", "-t", "dash", "#{cursor_x} #{cursor_y}").split()
+        return int(column), int(line)
+
     def wait_for(self, check: Callable[[str], bool], what: str, timeout: float = 30) -> str:
+        return self._until(self.screen, check, what, timeout)
+
+    def wait_for_cursor(self, check: Callable[[tuple[int, int]], bool], what: str) -> tuple[int, int]:
+        """Wait until ``check(cursor)`` holds: the effect of a key that moves the cursor
+        or the focus. A key bound to an action (ctrl+a, tab) is handled once it has
+        passed up from the focused widget, so keys typed right after it may be handled
+        first: wait for its effect before typing on."""
+        return self._until(self.cursor, check, what, 30)
+
+    def _until(self, read: Callable[[], T], check: Callable[[T], bool], what: str, timeout: float) -> T:
         deadline = time.monotonic() + timeout
         while True:
-            screen = self.screen()
-            if check(screen):
-                return screen
+            seen = read()
+            if check(seen):
+                return seen
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen}")
+                raise AssertionError(
+                    f"timed out waiting for {what}; the cursor {self.cursor()}, the screen:\n{self.screen()}"
+                )
             time.sleep(0.1)
 
     def wait_for_text(self, *texts: str, timeout: float = 30) -> str:

@@ -31,7 +31,7 @@ from textual.widgets import DataTable, Input, Select
 import spi
 from kvctl.tui import info
 from kvctl.tui.browser import filter_example, plural
-from kvctl.tui.screens.info import InfoScreen, histogram_text
+from kvctl.tui.screens.info import InfoScreen, bucket_text, histogram_text
 from kvctl.tui.screens.row_form import RowFormScreen
 from kvctl.tui.screens.rows import RowsScreen
 from spi.testing.fixtures import ALL_TYPES, ORDERS, order_rows
@@ -187,11 +187,16 @@ async def test_info_view_without_a_feed(provider: Any) -> None:
         totals = [r["total"] for r in data if r["total"] is not None]
         assert stats["total"] == ["total", "double", str(150 - len(totals)), str(min(totals)), str(max(totals))]
         assert stats["⚷ region"][2:] == ["0", "ap", "us"]
-        assert app.screen.query_one("#info-column", Select).value == "id"  # the first numeric column
-        assert "id: 150 values in 10 buckets" in text
-        app.screen.query_one("#info-column", Select).value = "total"
+        assert app.screen.query_one("#info-column", Select).value == "total"  # the first numeric non-key column
+        assert f"total: {len(totals)} values in 10 buckets" in text
+        app.screen.query_one("#info-column", Select).value = "id"  # a long: whole-number buckets
         await settle(app, pilot)
-        assert f"total: {len(totals)} values in 10 buckets" in screen_text(app)
+        lines = [line.strip() for line in screen_text(app).splitlines()]
+        assert "id: 150 values in 10 buckets" in lines
+        assert [line.split()[:3] for line in lines if "\u2013 " in line][::9] == [
+            ["-5", "\u2013", "9"],
+            ["130", "\u2013", "144"],
+        ]
         assert "? Help" in footer_line(app) and "esc Back" in footer_line(app)
         await pilot.press("escape")
         await settle(app, pilot)
@@ -215,6 +220,14 @@ def test_histogram_and_rate_in_bounded_buckets() -> None:
     assert "not counted above: 1 NaN" in str(histogram_text(hist))
     one = info.histogram(iter([5, 5]), "x", 5, 5)
     assert one is not None and one.counts == (2,)
+    ids = info.histogram(iter(range(1, 345)), "id", 1, 344, whole=True)  # 35 whole numbers a bucket
+    assert ids is not None and ids.counts == (35,) * 9 + (29,)
+    assert [bucket_text(ids, i) for i in (0, 1, 9)] == ["1 \u2013 35", "36 \u2013 70", "316 \u2013 344"]
+    years = info.histogram(iter([2007, 2009, 2009]), "year", 2007, 2009, whole=True)
+    assert years is not None and [bucket_text(years, i) for i in range(3)] == ["2007", "2008", "2009"]
+    assert years.counts == (1, 0, 2)
+    assert info.histogram_column(ORDERS) == "total" and info.histogram_column(LATE_KEY) == "total"
+    assert info.histogram_column(spi.TableSpec("k", [spi.Field("k", "long")], ["k"])) == "k"
     p = spi.connect("memory://")
     p.admin.create(spi.TableSpec("t", [spi.Field("k", "long")], ["k"], changes=True))
     p.table("t").load([{"k": i} for i in range(5)])

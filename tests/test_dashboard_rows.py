@@ -26,6 +26,7 @@ from dashboard_support import (
     settle,
     status_line,
     store_held,
+    type_text,
     wait_for,
 )
 from textual.widgets import Button, Checkbox, DataTable, Input
@@ -213,6 +214,27 @@ async def test_add_refuses_an_empty_key_field(provider: Any) -> None:
         assert isinstance(app.screen, RowFormScreen)
         assert "key column 'region' is empty" in screen_text(app)
         assert provider.table("orders").count() == 150
+
+
+@run_async
+async def test_an_80x24_form_shows_many_fields_and_goes_to_a_bad_one_below() -> None:
+    provider = spi.connect("memory://")  # the layout only: no store needed twice
+    provider.admin.create(spi.TableSpec("wide", [spi.Field(f"c{i:02}", "long") for i in range(20)], ["c00"]))
+    async with dashboard(provider, table="wide", size=(80, 24)) as (app, pilot):
+        await pilot.press("a")
+        await settle(app, pilot)
+        assert sum(f"c{i:02} (long" in screen_text(app) for i in range(20)) >= 10  # one line a field
+        app.screen.query_one("#field-c19", Input).value = "x"  # a bad value far below
+        await settle(app, pilot)  # its error shown (and scrolled to); back to the top:
+        app.screen.query_one("#form-fields").scroll_home(animate=False)  # c00 focused, c29 out of view
+        await settle(app, pilot)
+        assert "'x' is not an integer" not in screen_text(app)
+        await type_text(pilot, "1")
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert "'x' is not an integer" in text and "nothing was saved" in text and "Save" in text, text
+        assert app.focused is app.screen.query_one("#field-c19") and provider.table("wide").count() == 0
 
 
 @run_async

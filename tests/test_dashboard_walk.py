@@ -177,7 +177,7 @@ def test_every_dashboard_point_in_a_terminal(
 
     # the filter's placeholder: this table's own example, from its first row
     tmux.keys("/")
-    screen = tmux.wait_for(lambda s: footer(s).startswith("/ Filter"), "the filter's input focused")
+    screen = tmux.wait_for(lambda s: footer(s).startswith("^p Palette  / Filter"), "the filter's input focused")
     assert f"iata = '{first['iata']}' and latitude > {first['latitude']}" in screen, screen
     tmux.type("state = 'TX'")
     tmux.keys("Enter")

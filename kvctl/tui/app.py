@@ -117,9 +117,9 @@ class DashboardApp(App[None]):
         if name is None:
             return
         self.notify(f"{done} table {name}")
-        tables = self._to_tables()  # the list again, read anew
+        tables = self._to_tables()  # the list again, read anew, the cursor on the table
         if tables is not None:
-            tables.action_refresh()
+            tables.action_refresh(select=name)
 
     def switch_profile(self, name: str) -> None:
         """Connect to profile ``name`` and start over on its table list."""

@@ -11,7 +11,10 @@ blocks; the info screen calls them from thread workers), in bounded memory:
   lacks. :func:`store_bytes` adds, for an embedded store (a RocksDB directory), the
   bytes of its files on disk (every table's).
 - :func:`histogram`: a numeric column's values counted into :data:`BUCKETS` equal
-  buckets between its min and max, over a streamed scan of that column only.
+  buckets between its min and max, over a streamed scan of that column only; an
+  integer column's buckets hold whole numbers (``1 - 35``, ``36 - 70``; fewer buckets
+  when there are fewer values than :data:`BUCKETS`). :func:`histogram_column` picks
+  the column drawn first: the first numeric column that is not a key column.
 - :func:`change_rate`: a change-fed table's events per minute over the last
   :data:`MINUTES` minutes, streamed from its feed and counted into one bucket a
   minute (events outside the window are only skipped).
@@ -23,7 +26,7 @@ import datetime as dt
 import math
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +65,14 @@ class Column:
 def numeric_columns(spec: spi.TableSpec) -> list[str]:
     """The columns a histogram can be drawn of, in the spec's order."""
     return [f.name for f in spec.fields if f.type in NUMBERS]
+
+
+def histogram_column(spec: spi.TableSpec) -> str | None:
+    """The column whose histogram shows first: the first numeric column that is not a
+    key column (a key's values are spread evenly: its histogram tells nothing), else
+    the first numeric column; None without one."""
+    numeric = numeric_columns(spec)
+    return next((c for c in numeric if not spec.is_key(c)), next(iter(numeric), None))
 
 
 def column_stats(table: spi.Table, spec: spi.TableSpec) -> tuple[int, list[Column]]:
@@ -120,7 +131,8 @@ def store_bytes(url: str) -> int | None:
 class Histogram:
     """A column's values in equal buckets from ``low`` to ``high`` (``counts[i]``: the
     values in bucket i; the last bucket includes ``high``); ``nan`` and ``infinite``
-    values are counted apart."""
+    values are counted apart. ``whole``: an integer column, each bucket ``step`` whole
+    numbers wide (``low`` and ``high`` exact integers)."""
 
     column: str
     low: float
@@ -128,40 +140,73 @@ class Histogram:
     counts: tuple[int, ...]
     nan: int = 0
     infinite: int = 0
+    whole: bool = False
+    step: int = 1
 
     def bounds(self, i: int) -> tuple[float, float]:
-        """The low and high value of bucket ``i``."""
+        """The low and high value of bucket ``i`` (of a whole bucket: the first and last
+        number in it)."""
+        if self.whole:
+            first = self.low + i * self.step
+            return first, min(first + self.step - 1, self.high)
         step = (self.high - self.low) / len(self.counts)
         return self.low + i * step, self.low + (i + 1) * step
 
+    def bucket(self, number: float) -> int:
+        """The bucket ``number`` (between ``low`` and ``high``) falls in."""
+        if self.whole:
+            at = int(number - self.low) // self.step
+        else:
+            at = 0 if self.high == self.low else int((number - self.low) / (self.high - self.low) * len(self.counts))
+        return min(max(at, 0), len(self.counts) - 1)
 
-def histogram(
-    values: Iterable[Any], column: str, low: Any, high: Any, keep_going: Callable[[], bool] = lambda: True
-) -> Histogram | None:
-    """The :class:`Histogram` of ``values`` between ``low`` and ``high`` (the column's
-    min and max; None: no value), streamed; None if ``keep_going()`` turned False."""
+
+def _empty_histogram(column: str, low: Any, high: Any, whole: bool = False) -> Histogram:
+    """The buckets for values from ``low`` to ``high`` (None: no value), not counted yet:
+    :data:`BUCKETS` of them (one when ``low == high``); a ``whole`` column's hold
+    ``step`` whole numbers each (fewer buckets when there are fewer numbers); none
+    for an infinite bound."""
     if low is None or high is None:
         return Histogram(column, 0.0, 0.0, ())
+    if whole:
+        numbers = int(high) - int(low) + 1
+        step = -(-numbers // BUCKETS)  # ceiling division, in exact integers
+        return Histogram(column, int(low), int(high), (0,) * -(-numbers // step), whole=True, step=step)
     lo, hi = float(low), float(high)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return Histogram(column, lo, hi, ())
-    buckets = BUCKETS if hi > lo else 1
-    counts = [0] * buckets
+    buckets = 0 if not (math.isfinite(lo) and math.isfinite(hi)) else BUCKETS if hi > lo else 1
+    return Histogram(column, lo, hi, (0,) * buckets)
+
+
+def histogram(
+    values: Iterable[Any],
+    column: str,
+    low: Any,
+    high: Any,
+    keep_going: Callable[[], bool] = lambda: True,
+    *,
+    whole: bool = False,
+) -> Histogram | None:
+    """The :class:`Histogram` of ``values`` between ``low`` and ``high`` (the column's
+    min and max; None: no value), streamed; None if ``keep_going()`` turned False.
+    ``whole``: the values are integers (see :func:`_empty_histogram`)."""
+    shape = _empty_histogram(column, low, high, whole)
+    if not shape.counts:
+        return shape
+    counts = list(shape.counts)
     nan = infinite = 0
     for n, value in enumerate(values):
         if n % 10_000 == 0 and not keep_going():
             return None
         if value is None:
             continue
-        number = float(value)
+        number = value if whole else float(value)
         if math.isnan(number):
             nan += 1
         elif math.isinf(number):
             infinite += 1
         else:
-            at = 0 if hi == lo else int((number - lo) / (hi - lo) * buckets)
-            counts[min(max(at, 0), buckets - 1)] += 1
-    return Histogram(column, lo, hi, tuple(counts), nan, infinite)
+            counts[shape.bucket(number)] += 1
+    return replace(shape, counts=tuple(counts), nan=nan, infinite=infinite)
 
 
 def change_rate(

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, RadioButton, RadioSet, Static
 from textual.widgets.option_list import Option
@@ -18,6 +18,7 @@ import spi
 from kvctl.errors import message_for
 from kvctl.tui.browser import Order
 from kvctl.tui.export import FORMATS, format_for
+from kvctl.tui.widgets.dialog import Dialog, ErrorLine
 
 T = TypeVar("T")
 
@@ -39,7 +40,7 @@ class ConfirmScreen(ModalScreen[bool]):
         self._yes = yes
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog -danger"):
+        with Dialog(classes="-danger"):
             yield Static(self._question, classes="question")
             with Horizontal(classes="buttons"):
                 yield Button(self._yes, variant="error", id="yes")
@@ -68,10 +69,10 @@ class PromptScreen(ModalScreen[T | None], Generic[T]):
         self._value = value
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
+        with Dialog():
             yield Label(self._title, classes="title")
             yield Input(value=self._value, placeholder=self._placeholder, id="prompt")
-            yield Static("", classes="error", id="prompt-error")
+            yield ErrorLine(id="prompt-error")
 
     @on(Input.Submitted, "#prompt")
     def submitted(self, event: Input.Submitted) -> None:
@@ -79,7 +80,7 @@ class PromptScreen(ModalScreen[T | None], Generic[T]):
         try:
             result = self._check(event.value)
         except Exception as exc:
-            self.query_one("#prompt-error", Static).update(message_for(exc))
+            self.query_one("#prompt-error", ErrorLine).show(message_for(exc))
             return
         self.dismiss(result)
 
@@ -105,7 +106,7 @@ class OrderScreen(ModalScreen[Order | None]):
         self._spec = spec
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
+        with Dialog():
             yield Label("Order by", classes="title")
             options = []
             for order in self._orders:
@@ -143,13 +144,13 @@ class ExportScreen(ModalScreen[tuple[str, str] | None]):
 
     def compose(self) -> ComposeResult:
         fmt = format_for(self._path) or "csv"
-        with Vertical(classes="dialog"):
+        with Dialog():
             yield Label(f"Export {self._what}", classes="title")
             yield Input(value=self._path, placeholder="file to write", id="export-path")
             with RadioSet(id="export-format"):
                 for name in FORMATS:
                     yield RadioButton(name, value=name == fmt, id=f"format-{name}")
-            yield Static("", classes="error", id="export-error")
+            yield ErrorLine(id="export-error")
             with Horizontal(classes="buttons"):
                 yield Button("Export", variant="primary", id="export")
                 yield Button("Cancel", id="cancel")
@@ -183,7 +184,7 @@ class ExportScreen(ModalScreen[tuple[str, str] | None]):
         """Dismiss with (path, format), unless the path is empty."""
         path = self.query_one("#export-path", Input).value.strip()
         if not path:
-            self.query_one("#export-error", Static).update("give a file name")
+            self.query_one("#export-error", ErrorLine).show("give a file name")
             return
         self.dismiss((path, self.chosen_format))
 

@@ -1,6 +1,7 @@
 """The table info view (``i`` on the rows): the row count, the size, change events per
 minute as a sparkline (or "no change feed"), every column's nulls, min and max, and
-a histogram of a numeric column picked from a list (the first one to begin with).
+a histogram of a numeric column picked from a list (to begin with the first one that
+is not a key column: :func:`kvctl.tui.info.histogram_column`).
 
 Each part is read in its own thread worker (:mod:`kvctl.tui.info`) and shown as it
 arrives; ``r`` reads them all again; picking another column reads only its histogram.
@@ -28,6 +29,8 @@ from kvctl.tui.widgets.grids import cell, header
 
 BAR = 40
 """Characters of the longest histogram bar."""
+WHOLE = frozenset({spi.FieldType.INT, spi.FieldType.LONG})
+"""The column types whose histogram buckets hold whole numbers."""
 
 
 def histogram_text(hist: info.Histogram) -> Text:
@@ -36,7 +39,7 @@ def histogram_text(hist: info.Histogram) -> Text:
     if not hist.counts:
         return Text(f"{hist.column}: no finite values", style="dim")
     most = max(hist.counts) or 1
-    ranges = [f"{low:,.6g} \u2013 {high:,.6g}" for low, high in map(hist.bounds, range(len(hist.counts)))]
+    ranges = [bucket_text(hist, i) for i in range(len(hist.counts))]
     width = max(len(r) for r in ranges)
     for label, count in zip(ranges, hist.counts):
         text.append(f"{label:>{width}} ", style="bold")
@@ -46,6 +49,15 @@ def histogram_text(hist: info.Histogram) -> Text:
     if apart:
         text.append(f"not counted above: {', '.join(apart)}\n", style="dim")
     return text
+
+
+def bucket_text(hist: info.Histogram, i: int) -> str:
+    """The range of bucket ``i``, an en dash between its bounds: ``35.3 - 69.6``; of
+    whole numbers ``35 - 69``, or ``2008`` for a bucket of one number."""
+    low, high = hist.bounds(i)
+    if not hist.whole:
+        return f"{low:,.6g} \u2013 {high:,.6g}"
+    return f"{low}" if low == high else f"{low} \u2013 {high}"  # as the column's min and max read
 
 
 def rate_text(counts: list[int]) -> str:
@@ -75,6 +87,7 @@ class InfoScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Summary, change rate, column statistics, histogram."""
         numeric = info.numeric_columns(self.spec)
+        first = info.histogram_column(self.spec)
         yield Header()
         with VerticalScroll(id="info"):
             yield Label(f"Table {self.spec.name}", classes="title")
@@ -87,7 +100,7 @@ class InfoScreen(Screen[None]):
             yield DataTable(id="info-columns", cursor_type="none", show_cursor=False, zebra_stripes=True)
             yield Label("Histogram", classes="subtitle")
             if numeric:
-                yield Select([(c, c) for c in numeric], value=numeric[0], allow_blank=False, id="info-column")
+                yield Select([(c, c) for c in numeric], value=first, allow_blank=False, id="info-column")
                 yield Static("", id="info-histogram")
             else:
                 yield Static("no numeric column", id="info-histogram", classes="hint")
@@ -156,7 +169,8 @@ class InfoScreen(Screen[None]):
         try:
             rows = self.session.table(self.table_name).scan(columns=[column])
             values = (row[column] for row in rows)
-            hist = info.histogram(values, column, low, high, keep_going=lambda: not worker.is_cancelled)
+            whole = self.spec.type_of(column) in WHOLE
+            hist = info.histogram(values, column, low, high, lambda: not worker.is_cancelled, whole=whole)
         except Exception as exc:
             self.app.call_from_thread(self._failed, exc)
             return
@@ -228,4 +242,4 @@ class InfoScreen(Screen[None]):
         self._histogram_of(event.value if isinstance(event.value, str) else None)
 
 
-__all__ = ["InfoScreen", "histogram_text", "rate_text"]
+__all__ = ["InfoScreen", "bucket_text", "histogram_text", "rate_text"]

@@ -18,9 +18,9 @@ from typing import Any
 
 from textual import events, on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+from textual.widgets import Button, Checkbox, Input, Label, Select
 
 import spi
 from kvctl.errors import message_for
@@ -29,6 +29,7 @@ from kvctl.tui.browser import insert_row, key_of, key_words, update_row
 from kvctl.tui.screens.dialogs import ConfirmScreen
 from kvctl.tui.screens.forms import FormScreen
 from kvctl.tui.session import Session, error_text
+from kvctl.tui.widgets.dialog import Dialog, ErrorLine, field_row
 from spi.textvalues import parse_word, require_key_text
 
 PLACEHOLDERS = {
@@ -42,8 +43,11 @@ PLACEHOLDERS = {
 }
 
 
-FORM_CHROME = 14
-"""Lines of the row form that are not its fields: title, error, keys, buttons, borders."""
+FORM_CHROME = 10
+"""Lines of the row form that are not its fields: title, keys, buttons, borders and
+one line of error."""
+LABEL_WIDTH = 30
+"""Columns of a field's label at most (a longer one is cut with …)."""
 
 
 @dataclass(frozen=True)
@@ -100,37 +104,38 @@ class RowFormScreen(FormScreen[Saved | None]):
         return [self.query_one(f"#field-{c}") for c in self._spec.columns]
 
     def compose_form(self) -> ComposeResult:
-        """A label, an input (or a true/false choice), a null box and an error line per column."""
+        """One line per column: its label, an input (or a true/false choice) and a null
+        box; under it the field's error line."""
         spec, row = self._spec, self._row
-        with Vertical(classes="dialog -wide", id="form"):
+        labels = {f.name: f"{f.name} ({f.type}{', key' if spec.is_key(f.name) else ''})" for f in spec.fields}
+        width = min(LABEL_WIDTH, max(map(len, labels.values())) + 1)
+        with Dialog(classes="-wide", id="form"):
             yield Label(self._title(), classes="title", id="form-title")
             with VerticalScroll(id="form-fields"):
                 for f in spec.fields:
                     is_key = spec.is_key(f.name)
                     value = None if row is None else row.get(f.name)
                     locked = is_key and row is not None
-                    yield Label(f"{f.name} ({f.type}{', key' if is_key else ''})", classes="field-label")
-                    with Horizontal(classes="field"):
-                        if f.type is spi.FieldType.BOOL:
-                            yield Select(
-                                [("true", True), ("false", False)],
-                                value=bool(value) if value is not None else False,
-                                allow_blank=False,
-                                id=f"field-{f.name}",
-                                disabled=locked,
-                            )
-                        else:
-                            text = "" if value is None else visible(word(value))
-                            yield Input(
-                                value=text,
-                                placeholder="required" if is_key else PLACEHOLDERS.get(f.type, ""),
-                                id=f"field-{f.name}",
-                                disabled=locked,
-                            )
-                        if not is_key:
-                            yield Checkbox("null", value=value is None, id=f"null-{f.name}")
-                    yield Static("", classes="field-error", id=f"error-{f.name}")
-            yield Static("", classes="error", id="form-error")
+                    control: Widget
+                    if f.type is spi.FieldType.BOOL:
+                        control = Select(
+                            [("true", True), ("false", False)],
+                            value=bool(value) if value is not None else False,
+                            allow_blank=False,
+                            id=f"field-{f.name}",
+                            disabled=locked,
+                        )
+                    else:
+                        control = Input(
+                            value="" if value is None else visible(word(value)),
+                            placeholder="required" if is_key else PLACEHOLDERS.get(f.type, ""),
+                            id=f"field-{f.name}",
+                            disabled=locked,
+                        )
+                    null = () if is_key else (Checkbox("null", value=value is None, id=f"null-{f.name}"),)
+                    yield field_row(labels[f.name], control, *null, width=width)
+                    yield ErrorLine(id=f"error-{f.name}")
+            yield ErrorLine(id="form-error")
             yield self.keys_hint()
             with Horizontal(classes="buttons"):
                 yield Button("Save", variant="primary", id="save")
@@ -162,15 +167,15 @@ class RowFormScreen(FormScreen[Saved | None]):
             return self._text(column) != "" if self._spec.is_key(column) else not self._null(column)
         return self._text(column) != self._original(column) or self._null(column) != (self._row.get(column) is None)
 
-    def _check(self, column: str) -> Any:
-        """The field's value; shows or clears its error."""
-        error = self.query_one(f"#error-{column}", Static)
+    def _check(self, column: str, *, scroll: bool = True) -> Any:
+        """The field's value; shows (``scroll``: into view) or clears its error."""
+        error = self.query_one(f"#error-{column}", ErrorLine)
         try:
             value = field_value(self._spec, column, self._text(column), self._null(column))
         except (spi.KvError, ValueError) as exc:
-            error.update(message_for(exc))
+            error.show(message_for(exc), scroll=scroll)
             raise
-        error.update("")
+        error.show("")
         return value
 
     @on(Input.Changed)
@@ -187,7 +192,7 @@ class RowFormScreen(FormScreen[Saved | None]):
             except (spi.KvError, ValueError):
                 return
         else:
-            self.query_one(f"#error-{column}", Static).update("")
+            self.query_one(f"#error-{column}", ErrorLine).show("")
 
     @on(Select.Changed)
     def choice_changed(self, event: Select.Changed) -> None:
@@ -196,16 +201,17 @@ class RowFormScreen(FormScreen[Saved | None]):
         if self.query(f"#null-{column}") and self._ready:
             self.query_one(f"#null-{column}", Checkbox).value = False
 
-    def _values(self) -> dict[str, Any] | None:
-        """Every field typed, or None (each bad field shows its error)."""
+    def _values(self) -> tuple[dict[str, Any], str | None]:
+        """Every field typed, and the first bad field's column (None: none; each bad
+        field shows its error)."""
         values: dict[str, Any] = {}
-        bad = False
+        bad: list[str] = []
         for column in self._spec.columns:
             try:
-                values[column] = self._check(column)
+                values[column] = self._check(column, scroll=False)
             except (spi.KvError, ValueError):
-                bad = True
-        return None if bad else values
+                bad.append(column)
+        return values, next(iter(bad), None)
 
     # ------------------------------------------------------------------ saving
     @on(Button.Pressed, "#save")
@@ -213,9 +219,11 @@ class RowFormScreen(FormScreen[Saved | None]):
         """Check every field and save (in a worker); the form stays open until saved."""
         if self._saving:
             return
-        values = self._values()
-        if values is None:
+        values, bad = self._values()
+        if bad is not None:  # the first bad field focused, its error in view
             self._show_error("fix the fields marked above; nothing was saved")
+            self.set_focus(self.query_one(f"#field-{bad}"))
+            self.query_one(f"#error-{bad}", ErrorLine).reveal()
             return
         if self._row is not None:
             values = {c: v for c, v in values.items() if not self._spec.is_key(c) and self._edited(c)}
@@ -260,7 +268,7 @@ class RowFormScreen(FormScreen[Saved | None]):
             self._show_error(f"not saved: {error_text(exc)}")
 
     def _show_error(self, text: str) -> None:
-        self.query_one("#form-error", Static).update(text)
+        self.query_one("#form-error", ErrorLine).show(text)
         self.notify(text, severity="error")
 
     # ------------------------------------------------------------------ reload
@@ -298,7 +306,7 @@ class RowFormScreen(FormScreen[Saved | None]):
                 self.query_one(f"#null-{column}", Checkbox).value = value is None
         self.query_one("#form-title", Label).update(self._title())
         self.query_one("#reload").add_class("-hidden")
-        self.query_one("#form-error", Static).update(
+        self.query_one("#form-error", ErrorLine).show(
             f"reloaded version {row.version}" + (f"; your edits kept: {', '.join(sorted(kept))}" if kept else "")
         )
 

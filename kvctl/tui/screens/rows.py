@@ -376,7 +376,7 @@ class RowsScreen(LiveScreen):
             found = text.find(exc.column) if exc.column else -1
             self.filter_bar.show_error(str(exc), found + 1 if found >= 0 else None)
             return
-        self.filter_bar.clear_error()
+        self.filter_bar.applied(text)
         self.history.add(self.table_name, text)
         self.rows_query = query
         self._refocus = self.grid.loading  # a page still on its way: the rows take the focus once shown

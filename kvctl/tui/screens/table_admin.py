@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Input, Label, Static
 from textual.widgets.button import ButtonVariant
@@ -25,6 +25,10 @@ from kvctl import specs
 from kvctl.durations import describe_seconds, parse_ttl
 from kvctl.tui.screens.forms import FormScreen
 from kvctl.tui.session import Session, error_text
+from kvctl.tui.widgets.dialog import Dialog, ErrorLine, field_row
+
+LABEL = 14
+"""Columns of a field's label."""
 
 
 def words(text: str) -> list[str]:
@@ -40,17 +44,17 @@ class _AdminDialog(FormScreen[str | None]):
         self._session = session
 
     def _buttons(self, label: str, variant: ButtonVariant = "primary") -> ComposeResult:
-        yield Static("", classes="error", id="admin-error")
+        yield ErrorLine(id="admin-error")
         yield self.keys_hint()
         with Horizontal(classes="buttons"):
             yield Button(label, variant=variant, id="run")
             yield Button("Cancel", id="cancel")
 
     def _fail(self, text: str) -> None:
-        self.query_one("#admin-error", Static).update(text)
+        self.query_one("#admin-error", ErrorLine).show(text)
 
     def _start(self, name: str, call: Callable[[Any], None]) -> None:
-        self.query_one(".dialog").loading = True
+        self.query_one(Dialog).loading = True
         self._run(name, call)
 
     @work(thread=True, exclusive=True, group="admin")
@@ -64,7 +68,7 @@ class _AdminDialog(FormScreen[str | None]):
         self.app.call_from_thread(self.dismiss, name)
 
     def _failed(self, text: str) -> None:
-        self.query_one(".dialog").loading = False
+        self.query_one(Dialog).loading = False
         self._fail(text)
         self.notify(text, severity="error")
 
@@ -83,14 +87,16 @@ class CreateTableScreen(_AdminDialog):
 
     def compose_form(self) -> ComposeResult:
         """Name, fields, key, indexes, ttl and the change-feed box."""
-        with Vertical(classes="dialog -wide"):
+        with Dialog(classes="-wide"):
             yield Label("Create a table", classes="title")
-            yield Input(placeholder="name", id="create-name")
-            yield Input(placeholder="fields  col:type ...  e.g. id:long name:string total:double", id="create-fields")
-            yield Input(placeholder="primary key, in order  e.g. region,id", id="create-pk")
-            yield Input(placeholder="indexed columns (optional)  e.g. status", id="create-indexes")
-            yield Input(placeholder="rows expire after (optional)  e.g. 90s 15m 2h 7d", id="create-ttl")
-            yield Checkbox("record a change feed (live view, kvctl watch)", id="create-changes")
+            yield field_row("name", Input(placeholder="e.g. orders", id="create-name"), width=LABEL)
+            fields = Input(placeholder="col:type ...  e.g. id:long name:string total:double", id="create-fields")
+            yield field_row("fields", fields, width=LABEL)
+            yield field_row("key", Input(placeholder="in order  e.g. region,id", id="create-pk"), width=LABEL)
+            yield field_row("indexes", Input(placeholder="optional  e.g. status", id="create-indexes"), width=LABEL)
+            yield field_row("expire", Input(placeholder="optional  e.g. 90s 15m 2h 7d", id="create-ttl"), width=LABEL)
+            feed = Checkbox("record a change feed (live view, kvctl watch)", id="create-changes")
+            yield field_row("feed", feed, width=LABEL)
             yield Static("types: int long float double string bytes bool timestamp", classes="hint")
             yield from self._buttons("Create")
 
@@ -123,22 +129,21 @@ class AlterTableScreen(_AdminDialog):
     def compose_form(self) -> ComposeResult:
         """The current spec, then fields and indexes to add, indexes to drop, ttl and feed."""
         spec = self._spec
-        with Vertical(classes="dialog -wide"):
+        with Dialog(classes="-wide"):
             yield Label(f"Alter table {spec.name}", classes="title")
             yield Static(
                 f"fields: {' '.join(f'{f.name}:{f.type}' for f in spec.fields)}\n"
                 f"key: {', '.join(spec.primary_key)}    indexes: {', '.join(spec.indexes) or 'none'}",
                 classes="hint",
             )
-            yield Input(placeholder="add fields  col:type ...", id="alter-fields")
-            yield Input(placeholder="add indexes  col ...", id="alter-add-indexes")
-            yield Input(placeholder="drop indexes  col ...", id="alter-drop-indexes")
-            yield Input(
-                value="" if spec.ttl is None else describe_seconds(spec.ttl),
-                placeholder="rows expire after  e.g. 2h (empty: never)",
-                id="alter-ttl",
-            )
-            yield Checkbox("record a change feed", value=spec.changes, id="alter-changes")
+            yield field_row("add fields", Input(placeholder="col:type ...", id="alter-fields"), width=LABEL)
+            yield field_row("add indexes", Input(placeholder="col ...", id="alter-add-indexes"), width=LABEL)
+            yield field_row("drop indexes", Input(placeholder="col ...", id="alter-drop-indexes"), width=LABEL)
+            ttl = "" if spec.ttl is None else describe_seconds(spec.ttl)
+            expire = Input(value=ttl, placeholder="e.g. 2h (empty: never)", id="alter-ttl")
+            yield field_row("expire", expire, width=LABEL)
+            feed = Checkbox("record a change feed", value=spec.changes, id="alter-changes")
+            yield field_row("feed", feed, width=LABEL)
             yield from self._buttons("Alter")
 
     @on(Button.Pressed, "#run")
@@ -174,7 +179,7 @@ class DropTableScreen(_AdminDialog):
 
     def compose_form(self) -> ComposeResult:
         """The question and the name to type."""
-        with Vertical(classes="dialog -danger"):
+        with Dialog(classes="-danger"):
             yield Label(f"Drop table {self._table}?", classes="title")
             yield Static("This deletes the table and all its rows. Type its name to confirm.", classes="hint")
             yield Input(placeholder=self._table, id="drop-name")

@@ -50,6 +50,7 @@ class TablesScreen(Screen[None]):
         super().__init__()
         self.session = session
         self.specs: dict[str, spi.TableSpec] = {}
+        self._select: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -75,8 +76,10 @@ class TablesScreen(Screen[None]):
         row = self.grid.cursor_row
         return names[row] if 0 <= row < len(names) else None
 
-    def action_refresh(self) -> None:
-        """Read the tables again and recount them."""
+    def action_refresh(self, select: str | None = None) -> None:
+        """Read the tables again and recount them; the cursor stays on its table, or goes
+        to ``select`` (a table just created or altered) once listed."""
+        self._select = select
         self.grid.loading = True
         self._list(recount=bool(self.specs))
 
@@ -100,7 +103,8 @@ class TablesScreen(Screen[None]):
         self.notify(error_text(exc), severity="error", timeout=10)
 
     def _show(self, specs: dict[str, spi.TableSpec]) -> None:
-        keep = self.selected()
+        keep = self._select if self._select in specs else self.selected()
+        self._select = None
         self.specs = specs
         grid = self.grid
         grid.loading = False

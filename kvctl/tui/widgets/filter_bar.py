@@ -1,5 +1,7 @@
 """The filter bar: a ``--where`` input with history (up/down) and the parse error shown
-under the input, a caret at the position it names."""
+under the input, a caret at the position it names. Escape leaves the input; with an
+error shown it also puts back the filter in force (the rows never changed), so a bad
+filter and its error go with one key."""
 
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ class WhereInput(Input):
             self.cursor_position = len(text)
 
     def action_leave(self) -> None:
-        """Give the focus back to the rows."""
+        """Give the focus back to the rows (a bad filter and its error go)."""
         self.post_message(FilterBar.Left())
 
 
@@ -70,6 +72,7 @@ class FilterBar(Vertical):
     def __init__(self, history: Callable[[], list[str]], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._history = history
+        self._applied = ""
 
     def compose(self) -> ComposeResult:
         yield WhereInput(self._history, placeholder=placeholder(""), id="where")
@@ -85,8 +88,8 @@ class FilterBar(Vertical):
         return self.query_one(WhereInput)
 
     def show_error(self, message: str, position: int | None) -> None:
-        """Show ``message`` under the input, a caret under character ``position`` (1-based),
-        and put the input's cursor there."""
+        """Show ``message`` under the input, a caret under character ``position`` (1-based).
+        The input's cursor stays where the user typed (``ctrl+u`` clears the whole line)."""
         error = self.query_one("#where-error", Static)
         text = Text()
         if position is not None:
@@ -94,12 +97,19 @@ class FilterBar(Vertical):
             column = start + position - 1 - self.input.scroll_offset.x
             if 0 <= column < self.size.width - 2:
                 text.append(" " * column + "^ ", style="bold red")
-                self.input.cursor_position = position - 1
         text.append(message, style="red")
         error.update(text)
         self.add_class("-error")
 
-    def clear_error(self) -> None:
-        """Remove the error line."""
+    def applied(self, text: str) -> None:
+        """``text`` is the filter in force now: remove the error line."""
+        self._applied = text
         self.query_one("#where-error", Static).update("")
         self.remove_class("-error")
+
+    def on_filter_bar_left(self, message: Left) -> None:
+        """Leaving with an error shown: the filter in force goes back in the input, the
+        error goes (the message goes on to the screen, which focuses the rows)."""
+        if self.has_class("-error"):
+            self.input.value = self._applied
+            self.applied(self._applied)
