@@ -533,11 +533,16 @@ def _table_options() -> Any:
     Handles open and close around transactions, so a per-open cache would start
     cold each time; one process-wide LRU cache keeps hot blocks across reopens.
     Bloom filters (10 bits a key) let point reads of missing keys, which every
-    insert and upsert does, skip most data blocks.
+    insert and upsert does, skip most data blocks. The filters and index blocks live
+    in that cache too (those of level 0 pinned there): left in each open file's own
+    memory, as RocksDB does by default, they grow with the data (10 bits a key), and a
+    process reading a 10M-row table held 40 MB more than at 1M rows.
     """
     import rocksdict
 
     table = rocksdict.BlockBasedOptions()
     table.set_block_cache(rocksdict.Cache(BLOCK_CACHE_BYTES))
     table.set_bloom_filter(10, False)
+    table.set_cache_index_and_filter_blocks(True)
+    table.set_pin_l0_filter_and_index_blocks_in_cache(True)
     return table
