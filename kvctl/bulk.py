@@ -10,12 +10,17 @@ pyarrow cannot parse) is read record by record (:mod:`kvctl.inputs`, the referen
 and pickled. Any bad value stops here with exit 2, naming its line and
 column, and nothing written. Pass 2 streams the spool through the table's ``load``
 in batches, each atomic, with a progress bar on stderr when it is a terminal.
+
+Temp files go where :mod:`tempfile` puts them (``$TMPDIR``, else ``/tmp``); one that
+cannot grow there (a full disk, a file-size limit) stops the command with exit 3 and
+one line naming it and ``TMPDIR`` (:func:`temp_room`), nothing written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import itertools
 import os
 import pickle
@@ -28,9 +33,29 @@ from typing import IO, Any
 
 import spi
 from kvctl import headers
-from kvctl.errors import CliError, NotDone
+from kvctl.errors import UNAVAILABLE, CliError, NotDone
 from kvctl.inputs import InputError, TextOptions, choose_format, coerce, open_input, read_header, read_records
 from spi.types import describe
+
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+"""Why a file cannot grow: no space left, the file-size limit, the disk quota."""
+
+
+@contextlib.contextmanager
+def temp_room(what: str) -> Iterator[None]:
+    """Around the writing of ``what`` (temp files, and no other file's writes): a temp
+    file that cannot grow becomes one error line naming it, its folder and ``TMPDIR``,
+    exit 3 (the environment is short, not the input bad), saying nothing was written."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in _NO_ROOM:
+            raise
+        raise CliError(
+            f"cannot write {what} in {tempfile.gettempdir()} (temp files about the input's size): "
+            f"{exc.strerror or exc}; nothing was written (set TMPDIR to a folder on a disk with room)",
+            UNAVAILABLE,
+        ) from None
 
 
 class Input:
@@ -53,8 +78,9 @@ class Input:
             stream = None if path == "-" else open_input(path)
             self._copy = tempfile.NamedTemporaryFile(prefix="kvctl-input-")  # noqa: SIM115 - closed by close()
             try:
-                shutil.copyfileobj(sys.stdin.buffer if stream is None else stream.buffer, self._copy, 1 << 20)
-                self._copy.flush()
+                with temp_room(f"the copy of {self.source}"):
+                    shutil.copyfileobj(sys.stdin.buffer if stream is None else stream.buffer, self._copy, 1 << 20)
+                    self._copy.flush()
             except BaseException:
                 self.close()
                 raise
@@ -73,8 +99,9 @@ class Input:
         decoded = io.TextIOWrapper(raw, encoding=self.text.encoding, newline="")
         out = io.TextIOWrapper(self._copy, encoding="utf-8", newline="")
         try:
-            shutil.copyfileobj(decoded, out, 1 << 20)
-            out.flush()
+            with temp_room(f"the UTF-8 copy of {self.source}"):
+                shutil.copyfileobj(decoded, out, 1 << 20)
+                out.flush()
         except UnicodeError:
             self.close()
             raise InputError(self.source, None, f"is not {self.text.encoding} text (see --encoding)") from None
@@ -104,7 +131,7 @@ class Input:
     def close(self) -> None:
         """Delete the temp copy, if any."""
         if self._copy is not None:
-            self._copy.close()
+            _discard(self._copy)
 
 
 class Spool:
@@ -143,9 +170,13 @@ class Spool:
                 return line
         return None
 
+    def finish(self) -> None:
+        """Write out what is buffered once every row is added."""
+        self._file.flush()
+
     def close(self) -> None:
         """Delete the temp file."""
-        self._file.close()
+        _discard(self._file)
 
 
 class ArrowSpool:
@@ -159,7 +190,6 @@ class ArrowSpool:
         self._schema = schema
         self._file: IO[bytes] = tempfile.TemporaryFile(prefix="kvctl-put-")  # noqa: SIM115 - closed by close()
         self._writer = pa.ipc.new_stream(self._file, schema)
-        self._written = False  # the writer is closed (every batch is in the file)
         self._input = source
         self._kind = kind
         self.count = 0
@@ -168,6 +198,10 @@ class ArrowSpool:
         """Append a record batch."""
         self._writer.write_batch(batch)
         self.count += batch.num_rows
+
+    def finish(self) -> None:
+        """Close the writer once every batch is added (its last bytes go to the file)."""
+        self._writer.close()
 
     def rows(self) -> Iterable[dict[str, Any]]:
         """Every row from the start, as a dict of its columns; rows of every column of
@@ -194,7 +228,7 @@ class ArrowSpool:
         if self.count <= DISTINCT_AT_ONCE:
             return _distinct(pa.Table.from_batches(list(self._batches(keys))), keys)
         parts = 1 << (-(-self.count // DISTINCT_AT_ONCE) - 1).bit_length()  # a power of two
-        with contextlib.ExitStack() as stack:
+        with temp_room(f"the key partitions of {self._input.source}"), contextlib.ExitStack() as stack:
             files = [stack.enter_context(tempfile.TemporaryFile(prefix="kvctl-keys-")) for _ in range(parts)]
             writers: list[Any] = []
             for batch in self._batches(keys):
@@ -213,9 +247,6 @@ class ArrowSpool:
     def _batches(self, columns: Sequence[str]) -> Iterator[Any]:
         import pyarrow as pa
 
-        if not self._written:
-            self._writer.close()
-            self._written = True
         self._file.seek(0)
         for batch in pa.ipc.open_stream(self._file):
             yield batch.select(list(columns))
@@ -226,9 +257,16 @@ class ArrowSpool:
 
     def close(self, *, keep_input: bool = False) -> None:
         """Delete the temp file (and the input's copy, unless ``keep_input``)."""
-        self._file.close()
+        _discard(self._file)
         if not keep_input:
             self._input.close()
+
+
+def _discard(file: IO[bytes]) -> None:
+    """Close (so delete) a temp file; a flush that fails there (no room left) is not
+    the error to report: the write that met it first is."""
+    with contextlib.suppress(OSError):
+        file.close()
 
 
 DISTINCT_AT_ONCE = 2_000_000
@@ -305,8 +343,10 @@ def _columnar(spec: spi.TableSpec, source: Input, kind: str) -> ArrowSpool | Non
             schema, batches = columnar.read_json_batches(spec, chunks)
         spool = ArrowSpool(spec, schema, source, kind)
         try:
-            for batch in batches:
-                spool.add(batch)
+            with temp_room(f"the spool of {source.source}"):
+                for batch in batches:
+                    spool.add(batch)
+                spool.finish()
         except BaseException:
             spool.close(keep_input=True)
             raise
@@ -338,10 +378,12 @@ def _reference(spec: spi.TableSpec, source: Input, kind: str) -> Spool:
     """Pass 1 record by record (:mod:`kvctl.inputs`), pickling the typed rows."""
     spool = Spool(spec)
     try:
-        for line, record in source.records(kind):
-            if spool.count == 0 and kind in ("csv", "tsv"):
-                _check_header(spec, list(record), source.source)
-            spool.add(line, coerce(spec, record, kind, source.source, line, source.text.null))
+        with temp_room(f"the spool of {source.source}"):
+            for line, record in source.records(kind):
+                if spool.count == 0 and kind in ("csv", "tsv"):
+                    _check_header(spec, list(record), source.source)
+                spool.add(line, coerce(spec, record, kind, source.source, line, source.text.null))
+            spool.finish()
     except BaseException:
         spool.close()
         raise
@@ -369,15 +411,18 @@ def load(
     ttl: int | float | None = None,
 ) -> int:
     """Pass 2: load the spooled rows in batches (expiring after ``ttl`` seconds, None:
-    the table's ttl); an error names the input line of its row, and says so when
-    nothing was written (``progress`` counts what was: :mod:`kvctl.partway`)."""
+    the table's ttl); an error about a row names its input line (a failure of the
+    store names none), and says so when nothing was written (``progress`` counts
+    what was: :mod:`kvctl.partway`)."""
     rows = spool.rows()
     try:
         return int(table.load(rows, mode=mode, batch_size=batch_size, progress=progress, ttl=ttl))
     except spi.KvError as exc:
-        line = None if exc.row_index is None else spool.line_of(exc.row_index)
-        where = f"{source} line {line}: " if line is not None else ""
-        message = str(exc).removeprefix(f"row {exc.row_index}: ")
+        where, message = "", str(exc)
+        if exc.row_index is not None:
+            line = spool.line_of(exc.row_index)
+            where = f"{source} line {line}: " if line is not None else ""
+            message = message.removeprefix(f"row {exc.row_index}: ")
         nothing = not exc.rows_written and "nothing was written" not in message
         detail = f"{where}{message}{'; nothing was written' if nothing else ''}"
         if isinstance(exc, spi.RowExistsError):

@@ -16,6 +16,12 @@ revision is held in memory while it is applied). Between reads the follower wait
 for a commit to a followed table: one thread per table watches it, only to wake the
 follower (the events themselves are read by ``changes``, so a revision is applied
 whole even when it touches several tables). Lag goes to stderr (CLI.md).
+
+A follower runs for days, so a conflict that outlasts the destination's own retries
+(``run``'s; bench/chaos.py saw one end a follower on PostgreSQL right after a crash)
+does not end it: the revision is applied again after a pause that doubles up to
+:data:`CONFLICT_PAUSES`' last, with one stderr line per streak (:func:`_patiently`;
+an apply is idempotent).
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ import itertools
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from operator import attrgetter
+from typing import TypeVar
 
 import spi
 from kvctl.errors import NotDone
@@ -42,6 +50,11 @@ RECORD_EVERY = 10.0
 followed table (so a quiet table's resume point keeps up with the feed's retention)."""
 WATCH_SPAN = 1.0
 """Seconds a waking watch waits without an event before it looks whether to stop."""
+CONFLICT_PAUSES = (0.1, 5.0)
+"""Seconds the follower waits before applying a revision again after a conflict: the
+first pause, doubled after each further conflict up to the second."""
+
+T = TypeVar("T")
 
 
 class _Waker:
@@ -188,9 +201,7 @@ def follow(
                 lag.behind(done, group[0].time)
                 due = [(targets[e.table], e) for e in group if revision > positions[e.table]]
                 if due:
-                    with tally.committing():
-                        if replayer.apply(revision, due):
-                            tally.applied()
+                    _patiently(partial(_apply_counted, replayer, tally, revision, due))
                     applied_any = True
                     for target, _ in due:
                         positions[target.table] = recorded[target.table] = revision
@@ -201,7 +212,7 @@ def follow(
             lag.caught_up(applied_any)
             stale = [targets[t] for t in tables if recorded[t] < done]
             if stale and (until_caught_up or time.monotonic() - last_record >= RECORD_EVERY):
-                replayer.apply(done, [], stale)
+                _patiently(partial(replayer.apply, done, [], stale))
                 recorded.update(dict.fromkeys((t.table for t in stale), done))
                 last_record = time.monotonic()
             if until_caught_up:
@@ -210,6 +221,30 @@ def follow(
     finally:
         lag.close()
         waker.close()
+
+
+def _apply_counted(replayer: Replayer, tally: Tally, revision: int, due: list[tuple[Target, spi.Change]]) -> None:
+    """Apply one source revision, counting it in ``tally`` when it wrote something (an
+    interrupt never falls between the commit and the count)."""
+    with tally.committing():
+        if replayer.apply(revision, due):
+            tally.applied()
+
+
+def _patiently(work: Callable[[], T]) -> T:
+    """``work()``, called again after each :class:`spi.ConflictError` it ends in (the
+    destination's ``run`` gave up retrying), after a pause of :data:`CONFLICT_PAUSES`
+    (outside any deferral of Ctrl-C: an interrupt ends the wait); the first conflict
+    of a streak is said on stderr."""
+    pause, longest = CONFLICT_PAUSES
+    while True:
+        try:
+            return work()
+        except spi.ConflictError as exc:
+            if pause == CONFLICT_PAUSES[0]:
+                _say(f"conflict on the destination, applying again (every {longest:g} s at most): {exc}")
+            time.sleep(pause)
+            pause = min(pause * 2, longest)
 
 
 def _revisions(source: spi.Provider, tables: list[str], since: int) -> Iterator[tuple[int, list[spi.Change]]]:

@@ -5,7 +5,10 @@
     python scripts/gen-reliability.py --from FILE        # the page from another saved run
 
 The figures on the page are the saved run's, as bench/chaos.py wrote them; the
-page says what each workload checks and what each fault does.
+page says what each workload checks and what each fault does, and maps every fault
+(the campaign's, issue 39's attack's and the holes it found) to the tests of the suite
+that inject it (:data:`FAULT_TESTS`, :data:`HOLE_TESTS`; tests/test_chaos_bench.py
+checks that each test named exists and that the page has the map as written here).
 """
 
 from __future__ import annotations
@@ -104,6 +107,216 @@ FAULTS = [
 ]
 
 
+T = "tests/"
+FAULT_TESTS: list[tuple[str, str, list[str]]] = [
+    (
+        "**client-kill** of a bulk load (`kvctl put --file`, `load`)",
+        "the batches it committed stay whole (etcd: pieces of one, each a transaction), a prefix of the input, "
+        "each row with its change event and index entries",
+        [
+            T + "test_rocksdb_processes.py::test_sigkill_during_bulk_load_keeps_whole_batches",
+            T + "test_kv_changes.py::test_sigkill_during_a_load_into_a_change_fed_table_keeps_rows_and_events_together",
+            T + "test_process_faults.py::test_a_load_killed_part_way_keeps_what_it_committed_whole",
+        ],
+    ),
+    (
+        "**client-kill** of `kvctl copy --mode overwrite`",
+        "the destination keeps its old rows",
+        [T + "test_copy.py::test_killed_overwrite_leaves_the_old_rows"],
+    ),
+    (
+        "**client-kill** of `kvctl copy --follow` while a writer writes, then resumed",
+        "no row copied again; every source event after the copy in the destination's feed once, in order; "
+        "the stores equal",
+        [T + "test_copy_follow.py::test_follow_a_writer_kill_and_resume"],
+    ),
+    (
+        "**client-kill** of a process inside a transaction",
+        "nothing of it is seen (rows, increments, events) and the keys it wrote are free at once",
+        [T + "test_process_faults.py::test_a_process_killed_inside_a_transaction_leaves_nothing"],
+    ),
+    (
+        "Ctrl-C or SIGTERM of a bulk command",
+        "exit 130 or 143 and `N of M rows written` / `N revisions applied`, what stayed, and the command "
+        "that finishes the job",
+        [
+            T + "test_cli_stop_partway.py::test_put_file_stopped_part_way",
+            T + "test_cli_stop_partway.py::test_copy_terminated_part_way",
+            T + "test_cli_stop_partway.py::test_apply_interrupted_part_way",
+            T + "test_cli_stop_partway.py::test_copy_follow_terminated_says_revisions_applied",
+        ],
+    ),
+    (
+        "**client-stop**: a process SIGSTOPped holding a RocksDB path",
+        "the others give up at their busy timeout (unavailable) or wait, and get in once it goes on",
+        [T + "test_rocksdb_processes.py::test_busy_path_waits_then_fails_with_unavailable"],
+    ),
+    (
+        "**full-disk**: a RocksDB commit or `put --file`'s temp spool that cannot grow",
+        "exit 3, one line: the spool and `TMPDIR` named, nothing written; a commit's failure blames no input "
+        "line, says how many rows stayed, and the store takes the rest once there is room",
+        [
+            T + "test_full_disk.py::test_a_spool_that_cannot_grow_is_named_and_nothing_is_written",
+            T + "test_full_disk.py::test_a_rocksdb_commit_on_a_full_disk_exits_3_and_the_store_recovers",
+        ],
+    ),
+    (
+        "**server-crash**, **server-stop**: PostgreSQL stopped hard (`-m immediate`) or fast",
+        "the open transaction's commit, pooled and fresh calls are unavailable (exit 3) at once; started "
+        "again, the same provider serves every acknowledged row and nothing of the open transaction",
+        [T + "test_postgres_timeouts.py::test_a_server_that_goes_down_is_unavailable_then_serves_what_it_acknowledged"],
+    ),
+    (
+        "**server-hang**: PostgreSQL's processes SIGSTOPped",
+        "statements on open connections are unavailable after the silence limit, a fresh command exits 3 "
+        "after the connect timeout (5 s), and the provider recovers when the server goes on",
+        [
+            T + "test_postgres_timeouts.py::test_a_server_hung_with_connections_open_is_noticed",
+            T + "test_postgres_timeouts.py::test_a_statement_in_a_transaction_on_a_hung_server_says_so",
+            T + "test_postgres_timeouts.py::test_commands_against_a_stopped_server_exit_3_within_the_connect_timeout",
+            T
+            + "test_cli_silent_server.py::test_a_fresh_command_against_a_silent_server_exits_3_after_the_connect_timeout",
+        ],
+    ),
+    (
+        "**leader-kill**: the etcd leader SIGKILLed",
+        "calls go on through the other members; a load keeps every acknowledged batch and none in part; "
+        "a watch sees every event once",
+        [
+            T + "test_etcd_failover.py::test_calls_continue_when_the_leader_dies",
+            T + "test_etcd_failover.py::test_a_bulk_load_survives_a_killed_leader_batch_by_batch",
+            T + "test_etcd_failover.py::test_a_watch_fed_by_another_process_survives_a_killed_leader",
+        ],
+    ),
+    (
+        "**quorum-loss**: two etcd members SIGKILLed",
+        "calls are unavailable within the timeout and write nothing; a commit sent lands whole or not at all; "
+        "the CLI exits 3",
+        [
+            T + "test_etcd_failover.py::test_without_quorum_calls_fail_within_the_timeout_and_write_nothing",
+            T + "test_etcd_failover.py::test_a_commit_sent_without_quorum_lands_whole_or_not_at_all",
+            T + "test_etcd_failover.py::test_the_cli_exits_3_without_quorum",
+        ],
+    ),
+    (
+        "**partition**: the etcd leader cut off from its peers and clients",
+        "writes go on through a new leader; a client reaching only the cut member is told it is unavailable; "
+        "healed, that member serves every acknowledged write",
+        [T + "test_etcd_failover.py::test_a_partitioned_leader_is_replaced_and_catches_up"],
+    ),
+    (
+        "Overlapping `kvctl put --file` loads of the same keys",
+        "each exits 0; every row whole from one input; each load's write counted (a row's version is the "
+        "number of loads), one event each",
+        [T + "test_process_faults.py::test_overlapping_loads_of_the_same_keys_all_finish_and_lose_nothing"],
+    ),
+    (
+        "Processes incrementing one counter at once",
+        "the exact total, one event per increment",
+        [
+            "spi/testing/conformance/processes.py::test_concurrent_increments_from_processes",
+            "spi/testing/conformance/processes.py::test_concurrent_increments_from_processes_record_one_event_each",
+            T + "test_cli_process.py::test_concurrent_incr_processes_never_lose_an_increment",
+            T + "test_etcd_failover.py::test_processes_incrementing_one_key_get_the_exact_total",
+        ],
+    ),
+    (
+        "A conflict that outlasts the destination's retries under `copy --follow`",
+        "the follower applies the revision again after a pause (said once on stderr) instead of exiting",
+        [T + "test_copy_follow.py::test_a_conflict_that_outlasts_the_destinations_retries_is_applied_again"],
+    ),
+    (
+        "All of the above at random, on every provider (this campaign, a few seconds each)",
+        "0 acknowledged writes lost, 0 invariant violations",
+        [T + "test_chaos_bench.py::test_a_short_campaign_on_every_provider"],
+    ),
+]
+"""Each fault (campaign kinds in bold), what must hold, and the tests that inject it."""
+
+HOLE_TESTS: list[tuple[str, str, list[str]]] = [
+    (
+        "etcd `put --file` into a table with an index at stock limits (60,000 rows failed part-way)",
+        "a 10,000-row batch (the default) cut into pieces that fit, every row loaded",
+        [T + "test_etcd_limits.py::test_put_file_copy_and_apply_into_a_stock_cluster"],
+    ),
+    (
+        "JSON nested 100,000 deep (`put --file`, `put ROW_JSON`, `txn`, `apply`)",
+        "exit 2, one `error:` line",
+        [T + "test_cli_bad_input.py::test_bad_json_exits_2"],
+    ),
+    (
+        "`--ttl 99999999999d`",
+        "exit 2, one `error:` line",
+        [T + "test_cli_bad_input.py::test_durations_and_numbers_out_of_range_exit_2"],
+    ),
+    (
+        "CSV fields above 128 KiB",
+        "loaded up to the value limit; beyond it exit 2 naming the line",
+        [T + "test_cli_bad_input.py::test_csv_and_tsv_fields_take_values_up_to_the_limit"],
+    ),
+    (
+        "A password in `--url` visible in `ps`",
+        "gone from the process's command line as it starts",
+        [
+            T + "test_cli_silent_server.py::test_a_password_in_url_is_gone_from_the_command_line",
+            T + "test_cli_silent_server.py::test_passwords_in_copy_arguments_and_url_equals_are_gone",
+        ],
+    ),
+    (
+        "RocksDB stores created world-readable",
+        "new store folders are private (0700)",
+        [
+            T + "test_store_privacy.py::test_a_new_rocksdb_store_is_private",
+            T + "test_store_privacy.py::test_the_default_store_folders_are_private",
+        ],
+    ),
+    (
+        "`etcd://host:2379/../../` taken as a prefix",
+        "a prefix with a `.`, `..` or empty part is refused",
+        [T + "test_store_privacy.py::test_an_etcd_prefix_with_a_dot_or_empty_part_is_refused"],
+    ),
+    (
+        "A fresh command against a hung PostgreSQL exiting after 7.1 s",
+        "exit 3 after the connect timeout (5 s) and the process's start-up",
+        [
+            T
+            + "test_cli_silent_server.py::test_a_fresh_command_against_a_silent_server_exits_3_after_the_connect_timeout"
+        ],
+    ),
+    (
+        "`copy --follow` from RocksDB SIGKILLed and resumed while a writer runs",
+        "no source write twice in the destination's feed",
+        [T + "test_copy_follow.py::test_follow_a_writer_kill_and_resume"],
+    ),
+]
+"""Issue 39's holes (each fixed) and the tests that keep them closed."""
+
+
+def fault_section() -> list[str]:
+    """The page's "Faults and their tests" section (written here, not from a run)."""
+    lines = [
+        "## Faults and their tests",
+        "",
+        "Every fault above, those of the attack on the tree in issue 39 (SIGKILL of loads, copies,",
+        "`copy --follow` and transactions; PostgreSQL stopped hard and hung; the etcd leader killed and",
+        "quorum lost; a full disk; overlapping loads; processes incrementing one counter) and the holes",
+        "it found have tests in the suite that inject them for real — processes, signals, servers —",
+        "and check what must hold. `tests/test_chaos_bench.py` checks that every test named here",
+        "exists.",
+        "",
+    ]
+    for title, rows in (("Faults", FAULT_TESTS), ("Holes found by issue 39 (fixed)", HOLE_TESTS)):
+        lines += [f"### {title}", "", "| fault | what must hold | tests |", "| --- | --- | --- |"]
+        lines += [f"| {fault} | {holds} | {', '.join(f'`{t}`' for t in tests)} |" for fault, holds, tests in rows]
+        lines.append("")
+    return lines
+
+
+def named_tests() -> list[str]:
+    """Every ``path::test_name`` the map names."""
+    return [test for _, _, tests in FAULT_TESTS + HOLE_TESTS for test in tests]
+
+
 def _codes(codes: dict[str, int], meanings: dict[str, str]) -> str:
     """``0 (done) x5, 3 (unavailable) x2``."""
     if not codes:
@@ -166,6 +379,7 @@ def page(run: dict[str, Any]) -> str:
         "client faults; the schedule is seeded (`--seed`). After the last one everything is",
         "healed and the workloads run on for a moment before they stop.",
         "",
+        *fault_section(),
         "## Rerunning",
         "",
         "`python bench/chaos.py --provider all --seconds 300` (about 20 minutes), then",

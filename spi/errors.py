@@ -13,8 +13,10 @@ class KvError(Exception):
     """Base class of every error the SPI raises.
 
     ``column`` names the offending column when there is one. A failed bulk
-    ``load`` sets ``row_index`` (0-based position of the bad row in the input) and
-    ``rows_written`` (rows committed by the batches before the failing one).
+    ``load`` sets ``rows_written`` (rows committed by the batches before the failing
+    one) and, when a row was at fault (a bad value or key, a row too large), its
+    ``row_index`` (0-based position in the input); a failure of the store itself
+    (unavailable, out of space, a conflict, a frozen table) leaves it None.
     """
 
     def __init__(self, message: str, *, column: str | None = None) -> None:

@@ -25,7 +25,14 @@ from itertools import islice, repeat
 from typing import Any
 
 from spi.codec import encode_key, to_micros
-from spi.errors import InvalidFieldError, KvError, RowExistsError
+from spi.errors import (
+    InvalidFieldError,
+    KvError,
+    LimitExceededError,
+    RowExistsError,
+    RowNotFoundError,
+    VersionMismatchError,
+)
 from spi.fitting import Fitting
 from spi.keys import key_of
 from spi.primitives import Kept
@@ -231,15 +238,22 @@ class _CutToFit:
             yield n
 
 
+_ROW_ERRORS = (InvalidFieldError, LimitExceededError, RowExistsError, RowNotFoundError, VersionMismatchError)
+"""The errors a write of a batch raises about one of its rows (a value, a key, a row
+too large for one transaction); any other (the store unavailable or out of space, a
+conflict, a frozen table) is about the store, and names no row."""
+
+
 def _failed(exc: KvError, preparer: LoadPreparer, taken: list[Any], written: int) -> None:
-    """Set on ``exc``, about the batch ``taken`` after ``written`` rows: its
-    ``row_index`` in the whole input (a write's error found by key), ``rows_written``,
-    and the row in its message."""
-    if exc.row_index is None:  # a write's error about the batch being written
-        exc.row_index = _batch_position(preparer, taken, exc)
-    exc.row_index += written
+    """Set on ``exc``, about the batch ``taken`` after ``written`` rows: ``rows_written``
+    and, for an error about a row, its ``row_index`` in the whole input (a write's
+    error found by key) and the row in its message."""
     exc.rows_written = written
-    exc.args = (f"row {exc.row_index}: {exc}",)
+    if exc.row_index is None and isinstance(exc, _ROW_ERRORS):  # a write's error about the batch being written
+        exc.row_index = _batch_position(preparer, taken, exc)
+    if exc.row_index is not None:
+        exc.row_index += written
+        exc.args = (f"row {exc.row_index}: {exc}",)
 
 
 def _pipelined(

@@ -1,12 +1,15 @@
 """The chaos campaign (bench/chaos.py, issue 39): its checker finds what it must on
 made-up histories, and a short campaign on every provider (4 s of faults each, so
 the first few faults of each provider's schedule) loses nothing and breaks no
-invariant; docs/reliability.md's generator reads its JSON."""
+invariant; docs/reliability.md's generator reads its JSON, and the page's map of
+faults to tests names tests that exist."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -76,6 +79,23 @@ def test_bank_totals_ledger_and_lost_transfers() -> None:
     bad_read = Op("r", "read", {}, 6, 7, "ok", {"total": 599, "accounts": ACCOUNTS})
     result = check_bank([*ops, bad_read], torn, ledger, WINDOW)
     assert result.violations == 3 and result.lost == 0, result.examples
+
+
+def test_the_fault_map_names_tests_that_exist() -> None:
+    """docs/reliability.md's "Faults and their tests" is the generator's (regenerate:
+    python scripts/gen-reliability.py), maps every fault kind of the campaign, and
+    every test it names is defined where it says."""
+    gen = runpy.run_path(str(ROOT / "scripts" / "gen-reliability.py"))
+    section = "\n".join(gen["fault_section"]())
+    assert section in (ROOT / "docs" / "reliability.md").read_text()
+    assert [kind for kind, _ in gen["FAULTS"] if f"**{kind}**" not in section] == []
+    missing = []
+    for test in gen["named_tests"]():
+        path, name = test.split("::")
+        source = ROOT / path
+        if not source.is_file() or not re.search(rf"^\s*(async )?def {name}\(", source.read_text(), re.M):
+            missing.append(test)
+    assert missing == []
 
 
 def test_longest_gap() -> None:

@@ -1,6 +1,7 @@
 """``kvctl copy --follow``: a copy at one source revision, then the source's events
 applied as they commit (a writer process writing meanwhile), a SIGKILLed follower
-resumed with ``--mode append``, lag lines, and the refusals (no feed, compacted)."""
+resumed with ``--mode append``, lag lines, conflicts that outlast the destination's
+retries, and the refusals (no feed, compacted)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from cli_support import REPO, Kvctl, assert_one_error, provider_url, until
 from copy_support import kvctl_process
 
 import spi
+from kvctl import follow
 from kvctl.follow import LAG_EVERY
+from kvctl.replay import Replayer
 
 THINGS = spi.TableSpec(
     "things",
@@ -155,6 +158,38 @@ def test_lag_lines_while_behind(tmp_path: Path) -> None:
     behind = [line for line in lags[:-1] if re.fullmatch(r"lag: \d+ revisions, \d+ s", line)]
     assert behind and int(behind[0].split()[1]) > 0, res.err
     assert _state(dst) == _state(src)
+
+
+def test_a_conflict_that_outlasts_the_destinations_retries_is_applied_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follower runs for days: a revision whose every attempt conflicted (the
+    destination's ``run`` gave up) is applied again after a pause, said once on
+    stderr, instead of ending the follower (bench/chaos.py saw one exit 1 so on
+    PostgreSQL right after a crash); each source revision is still applied once."""
+    src, dst = f"rocksdb://{tmp_path / 'src'}", f"rocksdb://{tmp_path / 'dst'}"
+    _fill(src)
+    kv = Kvctl("memory://")
+    kv.ok("copy", src, dst, "--all", "--follow", "--until-caught-up")
+    start, dst_start = _revision(src), _revision(dst)
+    with spi.connect(src) as p:
+        for i in range(5):
+            p.table("counts").increment(("c1",), "n", i)
+    conflicts = iter(range(6))
+    real_apply = Replayer.apply
+
+    def conflicting(self: Replayer, *args: Any, **kwargs: Any) -> bool:
+        if next(conflicts, None) is not None:
+            raise spi.ConflictError("transaction conflict on the destination, retry it: could not serialize access")
+        return real_apply(self, *args, **kwargs)
+
+    monkeypatch.setattr(Replayer, "apply", conflicting)
+    monkeypatch.setattr(follow, "CONFLICT_PAUSES", (0.01, 0.04))
+    res = kv.ok("copy", src, dst, "--all", "--follow", "--until-caught-up", *APPEND)
+    said = [line for line in res.err.splitlines() if "conflict on the destination" in line]
+    assert len(said) == 1 and "applying again (every 0.04 s at most)" in said[0], res.err
+    assert _state(dst) == _state(src)
+    assert _events(dst, dst_start) == _events(src, start)  # nothing missed or applied twice
 
 
 def test_refusals(tmp_path: Path) -> None:

@@ -1,10 +1,12 @@
 """Failover on the etcd provider: a killed leader, a cluster without quorum, a
 restarted cluster (the session's 3-member cluster, tests/etcd_cluster.py; each test
-restarts every member it killed)."""
+restarts every member it killed), and a leader cut off by a network partition (a
+cluster of its own behind bench/chaos.py's loopback proxies)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -13,6 +15,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from cli_support import until
+from conftest import need
 
 import spi
 from spi.errors import ProviderUnavailableError
@@ -234,3 +238,51 @@ def test_processes_incrementing_one_key_get_the_exact_total(etcd_factory: Callab
 
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+@pytest.fixture
+def proxied() -> Iterator[Any]:
+    """A 3-member cluster of its own whose traffic goes through loopback proxies
+    (bench/chaos_proxy.py), so that a member can be cut off; stopped after the test."""
+    from bench.chaos_proxy import ProxiedEtcd
+
+    binary = shutil.which("etcd")
+    need("etcd", binary is not None, "no etcd binary found (run scripts/ensure-etcd.sh)")
+    assert binary is not None
+    cluster = ProxiedEtcd(binary).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_a_partitioned_leader_is_replaced_and_catches_up(proxied: Any) -> None:
+    """The leader cut off from its peers and clients: writes go on through the others
+    (a new leader), a client that reaches only the cut member is told it is
+    unavailable, and once healed that member serves every acknowledged write."""
+    p = spi.connect(f"{proxied.proxied_url}/part?timeout=2")
+    try:
+        p.admin.create(SPEC)
+        t = p.table("t")
+        t.load([{"k": i, "n": 0, "v": "a"} for i in range(20)])
+        cut = proxied.wait_leader()
+        proxied.partition(cut)
+        for _ in range(10):
+            p.run(lambda tx: tx.table("t").increment((1,), "n"))
+        t.upsert({"k": 100, "n": 1, "v": "b"})
+        alone = f"etcd://127.0.0.1:{proxied.client_proxies[cut].listen}/part"
+        with spi.connect(f"{alone}?timeout=1") as q, pytest.raises(ProviderUnavailableError):
+            q.table("t").read((1,))
+        proxied.heal_partition(cut)
+        with spi.connect(alone) as q:
+
+            def caught_up() -> bool:
+                try:
+                    return bool(q.table("t").read((1,))["n"] == 10 and q.table("t").count() == 21)
+                except ProviderUnavailableError:  # still rejoining
+                    return False
+
+            assert until(caught_up, 30)
+            assert q.admin.verify("t") == []
+    finally:
+        p.close()

@@ -1,12 +1,15 @@
 """A PostgreSQL server that stops answering: connect and statement timeouts, TCP
-keepalives. A frozen server is a throwaway one of its own (SIGSTOP), never the
-shared test server; it is always thawed after each test and stopped at the end."""
+keepalives; and one that goes down (a crash, a fast shutdown) and comes back. A frozen
+or halted server is a throwaway one of its own (SIGSTOP, ``pg_ctl stop``), never the
+shared test server; it is always thawed and running again after each test and
+stopped at the end."""
 
 from __future__ import annotations
 
 import os
 import socket
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -31,7 +34,7 @@ def spare() -> Iterator[ThrowawayPostgres]:
     bindir = find_bindir()
     need("PostgreSQL", bindir is not None, "no initdb/pg_ctl found (run scripts/ensure-postgres.sh)")
     assert bindir is not None
-    server = ThrowawayPostgres(bindir).start()
+    server = ThrowawayPostgres(bindir, {"synchronous_commit": "on"}).start()  # a crash keeps what it acknowledged
     try:
         yield server
     finally:
@@ -45,6 +48,16 @@ def frozen(spare: ThrowawayPostgres) -> Iterator[ThrowawayPostgres]:
         yield spare
     finally:
         spare.thaw()
+
+
+@pytest.fixture
+def halted(spare: ThrowawayPostgres) -> Iterator[ThrowawayPostgres]:
+    """The spare server, running again after the test whatever happened."""
+    try:
+        yield spare
+    finally:
+        if not os.path.exists(os.path.join(spare.root, "data", "postmaster.pid")):
+            spare.start_again()
 
 
 def _url(base: str, **query: object) -> str:
@@ -188,8 +201,6 @@ def _in_thread(fn: Callable[[], Any], within: float) -> Any:
 def opened(frozen: ThrowawayPostgres) -> Iterator[Any]:
     """A provider on the spare server (connect_timeout 2 s) with a table T holding k=1,
     read once through each path so that both kinds of connection are open."""
-    import uuid
-
     p = spi.connect(_url(frozen.url, schema=f"s_{uuid.uuid4().hex[:8]}", connect_timeout=2))
     p.admin.create(spi.TableSpec("T", [spi.Field("k", "long")], ["k"]))
     p.table("T").upsert({"k": 1})
@@ -273,3 +284,29 @@ class _LastFetchDone:
 
     def close(self) -> None:
         self.cursor.close()
+
+
+@pytest.mark.parametrize("mode", ["immediate", "fast"])
+def test_a_server_that_goes_down_is_unavailable_then_serves_what_it_acknowledged(
+    halted: ThrowawayPostgres, mode: str
+) -> None:
+    """``pg_ctl stop -m immediate`` (a crash) or ``-m fast`` (every session ended) with a
+    transaction open: its commit, a call on a pooled connection and a fresh command say
+    unavailable (exit 3) at once; started again, the same provider serves every
+    acknowledged row, and nothing of the transaction."""
+    url = _url(halted.url, schema=f"s_{uuid.uuid4().hex[:8]}", connect_timeout=2)
+    with spi.connect(url) as p:
+        p.admin.create(spi.TableSpec("T", [spi.Field("k", "long")], ["k"]))
+        p.table("T").load({"k": k} for k in range(100))
+        with pytest.raises(spi.ProviderUnavailableError), p.transaction() as tx:
+            tx.table("T").upsert({"k": 1000})
+            halted.halt(mode)
+            started = time.monotonic()
+        with pytest.raises(spi.ProviderUnavailableError):
+            p.table("T").read((1,))
+        assert time.monotonic() - started < 2, "waited for a server that is gone"
+        assert_one_error(run_process("--url", url, "get", "T", "k=1", timeout=60), 3)
+        halted.start_again()
+        assert p.table("T").count() == 100 and p.table("T").read((1000,)) is None
+        p.table("T").upsert({"k": 1000})
+        assert p.table("T").read((1000,)) is not None

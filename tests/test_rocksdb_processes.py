@@ -75,6 +75,9 @@ def test_four_processes_increment_one_counter(tmp_path: Path) -> None:
 
 @pytest.mark.timing
 def test_busy_path_waits_then_fails_with_unavailable(tmp_path: Path) -> None:
+    """A process SIGSTOPped while it holds the path (bench/chaos.py's client-stop):
+    another gives up at its busy timeout (unavailable), a patient one waits and
+    gets in once the holder is continued and commits."""
     url = f"rocksdb://{tmp_path}/db"
     with spi.connect(url) as p:
         p.admin.create(SPEC)
@@ -89,6 +92,10 @@ def test_busy_path_waits_then_fails_with_unavailable(tmp_path: Path) -> None:
     """)
     try:
         _wait_for(holder, "holding")
+        holder.send_signal(signal.SIGSTOP)
+        assert holder.stdin is not None
+        holder.stdin.write("release\n")  # it would commit now, but it is stopped
+        holder.stdin.flush()
         started = time.monotonic()
         with spi.connect(url + "?busy_timeout=0.5") as p, pytest.raises(ProviderUnavailableError, match="busy"):
             p.table("c").read(("x",))
@@ -98,13 +105,11 @@ def test_busy_path_waits_then_fails_with_unavailable(tmp_path: Path) -> None:
             patient = pool.submit(lambda: p.table("c").read(("x",)))
             assert until(lambda: _others_wait(tmp_path / "db") or patient.done(), 30)
             assert not patient.done()  # it waits for the holder
-            assert holder.stdin is not None
-            holder.stdin.write("release\n")
-            holder.stdin.flush()
+            holder.send_signal(signal.SIGCONT)
             assert patient.result(30)["n"] == 1  # type: ignore[index]
         _wait_for(holder, "released")
     finally:
-        holder.kill()
+        holder.kill()  # stopped or not
         holder.communicate()
 
 

@@ -128,14 +128,16 @@ class PgDatabase:
         Connections and their cursors are kept on a free list between statements (a
         cursor made per statement costs about 10 µs; a connection, milliseconds), so
         there are never more of them than statements that ran at once, whatever the
-        number of threads that read."""
+        number of threads that read. A server that cannot be reached (down, starting
+        again) raises :class:`spi.ProviderUnavailableError`."""
         with self._lock:
             self.check_open()
             if self._free:
                 return self._free.pop()
             if self._autocommit_engine is None:
                 self._autocommit_engine = self._make_engine(isolation_level="AUTOCOMMIT", pool_pre_ping=False)
-            fairy = self._autocommit_engine.raw_connection()
+            with self.errors():
+                fairy = self._autocommit_engine.raw_connection()
             self._held.append(fairy)
         raw = fairy.driver_connection
         assert raw is not None  # a checked-out connection always has one
