@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import errno
 import itertools
 import os
 import pickle
@@ -33,12 +32,9 @@ from typing import IO, Any
 
 import spi
 from kvctl import headers
-from kvctl.errors import UNAVAILABLE, CliError, NotDone
+from kvctl.errors import UNAVAILABLE, CliError, NotDone, no_room
 from kvctl.inputs import InputError, TextOptions, choose_format, coerce, open_input, read_header, read_records
 from spi.types import describe
-
-_NO_ROOM = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
-"""Why a file cannot grow: no space left, the file-size limit, the disk quota."""
 
 
 @contextlib.contextmanager
@@ -49,7 +45,7 @@ def temp_room(what: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        if exc.errno not in _NO_ROOM:
+        if not no_room(exc):
             raise
         raise CliError(
             f"cannot write {what} in {tempfile.gettempdir()} (temp files about the input's size): "

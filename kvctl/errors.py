@@ -7,6 +7,7 @@ bug), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM, handled as Ctrl-C is).
 
 from __future__ import annotations
 
+import errno
 import re
 import signal
 import sys
@@ -72,6 +73,16 @@ def terminated() -> bool:
     return _terminated.is_set()
 
 
+NO_ROOM = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+"""Why a file cannot grow: no space left, the file-size limit, the disk quota."""
+
+
+def no_room(exc: BaseException) -> bool:
+    """Whether ``exc`` is a file that could not grow (:data:`NO_ROOM`): the machine is
+    short, not the command wrong (exit 3; temp files of sorts and spills included)."""
+    return isinstance(exc, OSError) and exc.errno in NO_ROOM
+
+
 def exit_code_for(exc: BaseException) -> int:
     """The exit code of an exception: 1 (not done) for the SPI's not-found, exists, version,
     conflict and frozen-table errors and the system's (a file, the disk), 4 for a bug."""
@@ -79,7 +90,7 @@ def exit_code_for(exc: BaseException) -> int:
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         return TERMINATED if _terminated.is_set() else INTERRUPTED
-    if isinstance(exc, spi_errors.ProviderUnavailableError):
+    if isinstance(exc, spi_errors.ProviderUnavailableError) or no_room(exc):
         return UNAVAILABLE
     if isinstance(exc, _USAGE_ERRORS):
         return USAGE
@@ -102,6 +113,12 @@ def message_for(exc: BaseException, tables: Callable[[], Iterable[str]] | None =
                 text += did_you_mean(missing.group(1), tables())
     elif isinstance(exc, KeyboardInterrupt):
         text = "terminated" if _terminated.is_set() else "interrupted"
+    elif no_room(exc):
+        assert isinstance(exc, OSError)
+        import tempfile
+
+        where = exc.filename or f"a temp file in {tempfile.gettempdir()}"
+        text = f"cannot write {where}: {exc.strerror} (free space, or set TMPDIR to a folder on a disk with room)"
     elif isinstance(exc, OSError):
         text = str(exc)
     else:

@@ -85,3 +85,19 @@ def test_a_rocksdb_commit_on_a_full_disk_exits_3_and_the_store_recovers(tmp_path
     again = run_process(*shlex.split(said.group(2))[1:])
     assert (again.code, again.out) == (0, "1000\n"), again.err
     assert _count(url) == 1000
+
+
+def test_a_sort_whose_temp_runs_cannot_grow_exits_3_naming_tmpdir(tmp_path: Path) -> None:
+    """``scan --order-by`` a column without an index spills runs of 50,000 rows to temp
+    files: when they cannot grow, one line says so with TMPDIR, exit 3, no traceback."""
+    url = f"rocksdb://{tmp_path / 'db'}"
+    with spi.connect(url) as p:
+        p.admin.create(spi.TableSpec("s", [spi.Field("id", "long"), spi.Field("w", "string")], ["id"]))
+        p.table("s").load({"id": i, "w": "x" * 60} for i in range(60_000))
+    res = run_process(
+        "--url", url, "-o", "ndjson", "scan", "s", "--all", "--order-by", "w", preexec_fn=_file_limit(256 << 10)
+    )
+    assert res.code == 3, res.err
+    (line,) = [line for line in res.err.splitlines() if line.startswith("error: ")]
+    assert "cannot write a temp file in " in line and "File too large" in line and "set TMPDIR" in line, res.err
+    assert "Traceback" not in res.err
