@@ -56,7 +56,7 @@ def is_live(expires: int | None, now: int) -> bool:
     """The one liveness rule: a row expiring at ``expires`` (microseconds since the
     epoch; None: never) is live before that moment and gone from it on, ``now``
     included. Scans generated for speed (``spi/kv/layout.py``, ``spi/kv/scan.py``)
-    and PostgreSQL's SQL (``live_sql`` in ``providers/postgres/writes.py``,
+    and PostgreSQL's SQL (``live_sql`` in ``providers/postgres/write_sql.py``,
     ``providers/postgres/schema.py``) state the same comparison inline."""
     return expires is None or expires > now
 

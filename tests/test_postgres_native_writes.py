@@ -1,4 +1,4 @@
-"""PostgreSQL writes as single statements (providers/postgres/native.py): each write
+"""PostgreSQL writes as single statements (providers/postgres/table_writes.py): each write
 answers by itself on the one-statement session (a disabled fast path fails here, not
 in a benchmark), and what only the general path can explain still comes out exact."""
 
@@ -35,7 +35,7 @@ FED = spi.TableSpec(SPEC.name, SPEC.fields, SPEC.primary_key, indexes=SPEC.index
 def one_statement(p: Any) -> Any:
     """A table whose every database call is one auto-commit statement (a fallback to a
     transaction raises :class:`Fallback` instead)."""
-    from providers.postgres.single import _OneStatement
+    from providers.postgres.autocommit import _OneStatement
     from providers.postgres.table import PgTable
 
     p.table(SPEC.name).read(("warm-up",))  # learns the table's statements

@@ -466,7 +466,7 @@ def test_reads_notice_schema_changes_from_another_client(pg_factory: Callable[..
 def test_auto_commit_reads_are_one_statement_on_a_kept_cursor(pg_factory: Callable[..., Any]) -> None:
     """The single-statement read answers by itself (no fallback to a transaction on a
     new connection): its compiled SQL must bind nothing but the key and the name."""
-    from providers.postgres.single import _OneStatement
+    from providers.postgres.autocommit import _OneStatement
 
     p = pg_factory()
     p.admin.create(COUNTERS)

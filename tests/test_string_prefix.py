@@ -1,5 +1,5 @@
 """String prefixes (``like 'SE%'``, ``startswith``) are key or index ranges in every
-provider (spi/planner.py, providers/postgres/sql.py), with exactly the rows of a
+provider (spi/planner.py, providers/postgres/scan_sql.py), with exactly the rows of a
 plain filter; ``scan --prefix`` on a string column that finds nothing says how to
 match a prefix of the value."""
 

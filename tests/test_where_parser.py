@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from sqlalchemy.dialects import postgresql
 
 import spi
-from providers.postgres.sql import compile_where
+from providers.postgres.scan_sql import compile_where
 from spi.errors import InvalidFieldError, WhereSyntaxError
 from spi.filters import And, Compare, Expr, In, IsNull, Like, Not, Or, bind, evaluate, where_literal
 from spi.predicate import row_filter

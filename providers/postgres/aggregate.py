@@ -15,8 +15,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 
+from providers.postgres.scan_sql import live_rows
 from providers.postgres.schema import value_converter
-from providers.postgres.sql import live_rows
 from spi.aggregate import ColumnStats, Group
 from spi.filters import Expr
 from spi.keys import ResolvedRange

@@ -27,8 +27,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 
+from providers.postgres.scan_sql import live_rows
 from providers.postgres.schema import VERSION, value_converter
-from providers.postgres.sql import live_rows
 from spi.checksum import MASK, NAN, TAGS, Checksum, Segment
 from spi.filters import Expr
 from spi.keys import ResolvedRange

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from providers.postgres.arrow import conninfo
 from providers.postgres.errors import wrapped
 from providers.postgres.schema import catalog_table
-from providers.postgres.statements import ReadStatement, TableSql
+from providers.postgres.table_sql import ReadStatement, TableSql
 from providers.postgres.url import PgSettings
 from providers.postgres.watchdog import Watchdog
 from spi.clock import Clock, is_system_clock

@@ -1,5 +1,5 @@
 """A change-fed write that records its own events: the SQL a single-statement write
-(:mod:`providers.postgres.writes`) appends so that the write, the feed's next revision,
+(:mod:`providers.postgres.write_sql`) appends so that the write, the feed's next revision,
 its events and the NOTIFY are one statement, one round trip, one implicit transaction.
 
 After the write's CTE ``kv_w`` (and ``kv_o``, the row before, for puts)::
@@ -10,7 +10,7 @@ After the write's CTE ``kv_w`` (and ``kv_o``, the row before, for puts)::
     kv_e AS (INSERT INTO kv_changes ... SELECT ... FROM kv_r, kv_n, kv_w ...)
 
 A write that matched nothing takes no revision. The events are exactly those
-:class:`~providers.postgres.native.NativeWrites` records from the rows the statement
+:class:`~providers.postgres.table_writes.NativeWrites` records from the rows the statement
 returns (see :mod:`providers.postgres.feed`): a put over an expired row is an
 ``expire`` of that row and then a put that created it (seq 1 and 2); any other put is
 one event with ``created`` and ``prev``; a delete is a ``delete`` (an ``expire`` when

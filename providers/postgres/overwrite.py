@@ -21,8 +21,8 @@ import sqlalchemy as sa
 
 from providers.postgres.feed import OP_EXPIRE, Event, delete_event, put_event
 from providers.postgres.schema import EXPIRES, VERSION, live, qualified
-from providers.postgres.statements import TableSql
 from providers.postgres.table import FETCH_ROWS
+from providers.postgres.table_sql import TableSql
 from providers.postgres.transaction import PgTransaction
 from spi.keys import key_of
 from spi.primitives import Stored

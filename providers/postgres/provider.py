@@ -8,8 +8,8 @@ from typing import TypeVar
 
 from providers.postgres import changes as feed_reads
 from providers.postgres.admin import PgAdmin
+from providers.postgres.autocommit import PgAutoCommitTable
 from providers.postgres.database import PgDatabase
-from providers.postgres.single import PgAutoCommitTable
 from providers.postgres.transaction import PgTransaction, begin
 from providers.postgres.url import PgSettings, parse_url
 from spi.capabilities import SHARED_DURABLE, Capability

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import CursorResult, Dialect
 from sqlalchemy.sql.expression import Executable
 
-from providers.postgres.statements import TableSql
+from providers.postgres.table_sql import TableSql
 from spi.primitives import Stored
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class PgSession(Protocol):
         """The stored row with ``key``, or None."""
 
     def write(self, text: str, params: Mapping[str, Any], fingerprint: str | None) -> tuple[Any, ...] | None:
-        """Run a single-statement write of :mod:`providers.postgres.writes`: its first row
+        """Run a single-statement write of :mod:`providers.postgres.write_sql`: its first row
         (for a checked statement, ``fingerprint`` given: the catalog's fingerprint, then
         what the write returned, nulls when it matched nothing, and it raises when the
         catalog no longer holds that spec; for a lean one: ``true`` and what it

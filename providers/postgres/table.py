@@ -15,11 +15,11 @@ from providers.postgres.batch import LoadBatch, PgLoadPreparer
 from providers.postgres.checksum import checksum_select, read_checksum, read_segments, segments_select
 from providers.postgres.feed import OP_DELETE, OP_EXPIRE, delete_event, put_event, put_runs
 from providers.postgres.load import load_batch, load_new
-from providers.postgres.native import NativeWrites
+from providers.postgres.scan_sql import count_select, key_histogram, range_condition, scan_select
 from providers.postgres.schema import EXPIRES, VERSION, expiry_now
 from providers.postgres.session import PgSession
-from providers.postgres.sql import count_select, key_histogram, range_condition, scan_select
-from providers.postgres.statements import TableSql
+from providers.postgres.table_sql import TableSql
+from providers.postgres.table_writes import NativeWrites
 from spi.aggregate import Group
 from spi.checksum import Checksum, Segment
 from spi.clock import now_micros
@@ -133,7 +133,7 @@ def _column_batches(
 
 class PgTable(NativeWrites):
     """One PostgreSQL table inside one transaction (its writes single statements, see
-    :mod:`providers.postgres.native`)."""
+    :mod:`providers.postgres.table_writes`)."""
 
     def __init__(self, tx: PgSession, sql: TableSql) -> None:
         super().__init__(sql.spec)

@@ -20,8 +20,8 @@ from providers.postgres.database import PgDatabase
 from providers.postgres.feed import Event, record
 from providers.postgres.schema import EXPIRES, SERVER_MICROS, expiry_index_name, qualified, quoted
 from providers.postgres.session import AnyResult
-from providers.postgres.statements import TableSql
 from providers.postgres.table import FETCH_ROWS, PgTable
+from providers.postgres.table_sql import TableSql
 from spi.errors import ConflictError, KvError, TableNotFoundError, UrlError
 from spi.primitives import Stored
 from spi.provider import TransactionBase
@@ -156,7 +156,7 @@ class PgTransaction(TransactionBase):
         return None if row is None else sql.stored(row)
 
     def write(self, text: str, params: Mapping[str, Any], fingerprint: str | None) -> tuple[Any, ...] | None:
-        """Run a single-statement write (:mod:`providers.postgres.writes`) in this
+        """Run a single-statement write (:mod:`providers.postgres.write_sql`) in this
         transaction: its first row (None: a lean statement wrote nothing);
         :class:`ConflictError` when a checked statement finds that another transaction
         changed the table's spec meanwhile (only a READ COMMITTED one can see that)."""

@@ -1,7 +1,7 @@
 """Writes as single statements: :class:`NativeWrites`, the write half of a PostgreSQL
 table.
 
-Each single-key write is one statement of :mod:`providers.postgres.writes`
+Each single-key write is one statement of :mod:`providers.postgres.write_sql`
 (``INSERT … ON CONFLICT … DO UPDATE … RETURNING``, ``UPDATE … RETURNING``, ``DELETE …
 RETURNING``) with the version, condition and expiry rules in SQL; range writes are one
 set-based ``UPDATE``/``DELETE`` on the compiled range and filter. What the statement
@@ -20,11 +20,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from providers.postgres.feed import OP_DELETE, OP_EXPIRE, Event, delete_event, put_event
+from providers.postgres.scan_sql import live_rows
 from providers.postgres.schema import EXPIRES, VERSION, expiry_now
 from providers.postgres.session import PgSession
-from providers.postgres.sql import live_rows
-from providers.postgres.statements import TableSql
-from providers.postgres.writes import DOUBLE_GUARD, WriteSql, WriteStatement, write_sql
+from providers.postgres.table_sql import TableSql
+from providers.postgres.write_sql import DOUBLE_GUARD, WriteSql, WriteStatement, write_sql
 from spi.codec import encode_key
 from spi.filters import Expr
 from spi.keys import KeyLike, Range, key_of

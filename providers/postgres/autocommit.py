@@ -2,7 +2,7 @@
 
 An auto-commit ``read`` is one SELECT, and an auto-commit ``upsert``, ``insert``,
 ``replace``, ``update``, ``delete``, ``increment`` or ``compare_and_swap`` of a table
-without a change feed one INSERT/UPDATE/DELETE (:mod:`providers.postgres.native`), so
+without a change feed one INSERT/UPDATE/DELETE (:mod:`providers.postgres.table_writes`), so
 each runs as an implicit transaction on an autocommit connection (the session default
 is SERIALIZABLE): no BEGIN/COMMIT, no pre-ping, no separate catalog query. Every
 statement checks the spec fingerprint in the catalog, so a spec changed by another
@@ -27,8 +27,8 @@ from sqlalchemy.engine import Dialect
 from providers.postgres.arrow import adbc_batches
 from providers.postgres.database import PgDatabase
 from providers.postgres.errors import CONFLICT_STATES, STALE_PLAN
-from providers.postgres.statements import ReadStatement, TableSql
 from providers.postgres.table import PgTable
+from providers.postgres.table_sql import ReadStatement, TableSql
 from providers.postgres.transaction import PgTransaction, begin
 from spi.errors import KvError
 from spi.filters import Expr
