@@ -29,8 +29,6 @@ import argparse
 import datetime as dt
 import functools
 import json
-import os
-import platform
 import random
 import shutil
 import signal
@@ -48,7 +46,7 @@ from bench import chaos_check as check  # noqa: E402
 from bench.chaos_clients import FEED_KEYS, REGISTER_KEYS, prepare  # noqa: E402
 from bench.chaos_faults import CannotRun, Environment, inject_faults, make_environment, missing  # noqa: E402
 from bench.chaos_runners import EXPECTED_EXITS, FollowRunner, LoadRunner, Processes, Supervisor, open_store, retry  # noqa: E402
-from bench.common import TARGET_MISSED  # noqa: E402
+from bench.common import TARGET_MISSED, machine  # noqa: E402
 
 PROVIDERS = ("rocksdb", "postgres", "etcd")
 CLIENTS = {"bank": 2, "bank-read": 1, "register": 2, "counter": 2, "feed": 1}
@@ -153,21 +151,6 @@ def _values(p: Any, table: str, keys: int) -> dict[int, str | None]:
     """Each key's value (None: no row)."""
     rows = {r["k"]: r["v"] for r in p.table(table).scan()}
     return {k: rows.get(k) for k in range(keys)}
-
-
-def machine() -> str:
-    """One line naming the machine."""
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}, Python {platform.python_version()}"
-    )
 
 
 def print_summary(name: str, figures: dict[str, Any]) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 TARGET_MISSED = 3
 """The exit status of a bench that ran to the end and missed a target it prints.
@@ -48,3 +51,18 @@ def report(title: str, results: list[Result], raw_name: str) -> bool:
         target = "-" if r.target is None else f">={r.target:g}"
         print(f"{r.operation:<28}{r.provider_rate:>16,.0f}{r.raw_rate:>18,.0f}{r.ratio:>8.3f}{target:>9}  {verdict}")
     return ok
+
+
+def machine() -> str:
+    """One line naming the machine the figures come from (cores, CPU, system, Python)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}, Python {platform.python_version()}"
+    )

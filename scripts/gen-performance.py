@@ -18,7 +18,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import TARGET_MISSED  # noqa: E402
+from bench.common import TARGET_MISSED, machine  # noqa: E402
 
 PAGE = ROOT / "docs" / "performance.md"
 RUN_FILE = "run.json"
@@ -92,21 +91,6 @@ BENCHES = (
     ),
 )
 BY_NAME = {b.name: b for b in BENCHES}
-
-
-def machine() -> str:
-    """One line naming the machine the figures come from."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}, Python {platform.python_version()}"
-    )
 
 
 def run(out: Path, names: list[str], full: bool) -> None:

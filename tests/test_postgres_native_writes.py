@@ -183,22 +183,7 @@ def test_range_writes_are_set_based_and_feed_events_in_key_order(p: Any) -> None
     assert table.count() == 75
 
 
-ALL_TYPES = spi.TableSpec(
-    "typed",
-    [
-        spi.Field("k", "string"),
-        spi.Field("n", "long"),
-        spi.Field("i", "int"),
-        spi.Field("x", "double"),
-        spi.Field("f", "float"),
-        spi.Field("s", "string"),
-        spi.Field("t", "timestamp"),
-        spi.Field("b", "bytes"),
-        spi.Field("ok", "bool"),
-    ],
-    ["k"],
-    changes=True,
-)
+ALL_TYPES = spi.TableSpec("typed", [*SPEC.fields, spi.Field("ok", "bool")], ["k"], changes=True)
 EDGES = [
     {"n": -(2**63), "i": 2**31 - 1, "x": -0.0, "f": 0.1, "s": "é\u2028\U0001f600", "b": b"\x00\xff", "ok": True},
     {"n": 2**63 - 1, "i": -(2**31), "x": float("nan"), "f": -3.4e38, "s": "", "b": b"", "ok": False},
