@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import struct
-import tempfile
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
@@ -34,6 +32,7 @@ from typing import IO, TYPE_CHECKING, Protocol, runtime_checkable
 
 import msgspec
 
+from spi.blockfile import read_blocks, temp_file, write_block
 from spi.filters import Expr, bind
 from spi.keys import Range, resolve_range
 from spi.primitives import ScanRequest, position_encoder, sort_position
@@ -54,7 +53,6 @@ FAN_IN = 32
 CHUNK_ROWS = 256
 """Rows per record of a run file: what a merge holds of each run."""
 
-_LENGTH = struct.Struct(">I")
 _POSITION = itemgetter(0)
 _ROW = itemgetter(1)
 
@@ -307,24 +305,23 @@ class _Runs:
         self._levels = []
 
     def _write(self, entries: Iterable[Entry]) -> IO[bytes]:
-        names, encode = self._names, msgspec.msgpack.Encoder().encode
-        out = tempfile.TemporaryFile()  # noqa: SIM115 (closed by whoever merges it)
+        names, encoder = self._names, msgspec.msgpack.Encoder()
+        out = temp_file("kvctl-sort-")  # closed by whoever merges it
         try:
             it = iter(entries)
             while chunk := list(itertools.islice(it, CHUNK_ROWS)):
-                data = encode([(at, [row[c] for c in names], row.version, row.expires) for at, row in chunk])
-                out.write(_LENGTH.pack(len(data)))
-                out.write(data)
-            out.seek(0)
+                write_block(
+                    out, encoder, [(at, [row[c] for c in names], row.version, row.expires) for at, row in chunk]
+                )
         except BaseException:
             out.close()
             raise
         return out
 
     def _read(self, source: IO[bytes]) -> Iterator[Entry]:
-        names, decode = self._names, msgspec.msgpack.Decoder().decode
-        while head := source.read(_LENGTH.size):
-            for at, values, version, expires in decode(source.read(_LENGTH.unpack(head)[0])):
+        names = self._names
+        for block in read_blocks(source):
+            for at, values, version, expires in block:
                 yield at, Row(dict(zip(names, values)), version, expires)
 
 

@@ -14,17 +14,16 @@ per run, whatever the transaction's length.
 from __future__ import annotations
 
 import heapq
-import struct
-import tempfile
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 import msgspec
 
+from spi.blockfile import read_blocks, temp_file, write_block
+
 BLOCK = 4096
 """Writes (or events) per stored block: what a run holds in memory while merged."""
 
-_LENGTH = struct.Struct(">I")
 Write = tuple[bytes, "bytes | None"]
 
 
@@ -43,19 +42,19 @@ class SpilledWrites:
 
     def add_run(self, keys: list[bytes], values: list[bytes | None]) -> None:
         """Spill the writes ``values[i]`` under ``keys[i]`` (keys distinct, in order)."""
-        run = tempfile.TemporaryFile(prefix="kvctl-spill-")  # noqa: SIM115 (open until close())
+        run = temp_file("kvctl-spill-")
         self._runs.append(run)
         for at in range(0, len(keys), BLOCK):
-            self._write_block(run, [keys[at : at + BLOCK], values[at : at + BLOCK]])
+            write_block(run, self._encoder, [keys[at : at + BLOCK], values[at : at + BLOCK]])
 
     def add_events(self, events: list[Any]) -> None:
         """Spill change-feed events, after the ones spilled before."""
         if not events:
             return
         if self._events is None:
-            self._events = tempfile.TemporaryFile(prefix="kvctl-events-")  # noqa: SIM115 (open until close())
+            self._events = temp_file("kvctl-events-")
         for at in range(0, len(events), BLOCK):
-            self._write_block(self._events, events[at : at + BLOCK])
+            write_block(self._events, self._encoder, events[at : at + BLOCK])
 
     def has_events(self) -> bool:
         """Whether any event was spilled."""
@@ -65,7 +64,7 @@ class SpilledWrites:
         """The spilled events, in the order they were added (each as the tuple it was)."""
         if self._events is None:
             return
-        for block in _blocks(self._events):
+        for block in read_blocks(self._events):
             for event in block:
                 yield tuple(event)
 
@@ -83,11 +82,6 @@ class SpilledWrites:
             self._events.close()
             self._events = None
 
-    def _write_block(self, out: IO[bytes], block: object) -> None:
-        data = self._encoder.encode(block)
-        out.write(_LENGTH.pack(len(data)))
-        out.write(data)
-
 
 def merge_writes(*streams: Iterable[Write]) -> Iterator[Write]:
     """The writes of ``streams`` (each in key order, distinct keys) as one stream in key
@@ -103,16 +97,7 @@ def merge_writes(*streams: Iterable[Write]) -> Iterator[Write]:
     yield pending
 
 
-def _blocks(run: IO[bytes]) -> Iterator[list[Any]]:
-    """The blocks of a spilled file, from its start."""
-    run.flush()
-    run.seek(0)
-    decoder = msgspec.msgpack.Decoder()
-    while head := run.read(_LENGTH.size):
-        yield decoder.decode(run.read(_LENGTH.unpack(head)[0]))
-
-
 def _run_writes(run: IO[bytes]) -> Iterator[Write]:
     """A run's writes, in key order."""
-    for keys, values in _blocks(run):
+    for keys, values in read_blocks(run):
         yield from zip(keys, values)
