@@ -69,12 +69,16 @@ class _RocksSession(StoreSession):
 
     def _forwards(self, what: str, lo: bytes, hi: bytes | None, chunk: int | None = None) -> Iterator[Any]:
         """``Rdict.items``, ``keys`` or ``values`` from ``lo``, stopped by RocksDB at ``hi``
-        (with ``chunk``: in the lists they are fetched in, the first of ``chunk``)."""
+        (with ``chunk``: in the lists they are fetched in, the first of ``chunk``). A scan
+        of rows (``values``) reads past the block cache: a copy or export of a big table
+        would otherwise fill it with blocks read once, for a process's whole life."""
 
         def start() -> Any:
             import rocksdict
 
             options = rocksdict.ReadOptions()
+            if what == "values":
+                options.fill_cache(False)
             if hi is not None:
                 options.set_iterate_upper_bound(hi)
             return getattr(self._db, what)(from_key=lo, read_opt=options)
