@@ -78,7 +78,7 @@ class _RocksSession(StoreSession):
 
             options = rocksdict.ReadOptions()
             if what == "values":
-                options.fill_cache(False)
+                options.fill_cache(False)  # type: ignore[call-arg]  # the stub omits the flag the method takes
             if hi is not None:
                 options.set_iterate_upper_bound(hi)
             return getattr(self._db, what)(from_key=lo, read_opt=options)
