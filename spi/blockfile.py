@@ -6,7 +6,6 @@ back a block at a time, so memory holds a block per file whatever the file's len
 from __future__ import annotations
 
 import struct
-import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -17,6 +16,8 @@ _LENGTH = struct.Struct(">I")
 
 def temp_file(prefix: str) -> IO[bytes]:
     """A new anonymous temp file (``$TMPDIR``), gone once closed."""
+    import tempfile  # here: tempfile imports random, which no everyday command needs at start
+
     return tempfile.TemporaryFile(prefix=prefix)
 
 
