@@ -16,6 +16,11 @@ Key-ordered scans use an index only for equality and IN (whose entries come in k
 order per value and merge in bounded memory); a range or prefix condition on an
 indexed column is used when the order does not matter (count, range deletes) or
 when the scan is ordered by that column.
+
+Nulls are index entries too (the first ones: null sorts before every value): ``c is
+null`` on an indexed column reads the entries of the null value, as an equality
+does, and ``c is not null`` is a range (every value), so counting a column's nulls,
+or finding its least value, reads no row the answer does not need.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spi.errors import InvalidFieldError
-from spi.filters import And, Compare, Expr, In, Like, conjuncts, like_prefix, string_successor, where_literal
+from spi.filters import And, Compare, Expr, In, IsNull, Like, conjuncts, like_prefix, string_successor, where_literal
 from spi.keys import ResolvedRange
 from spi.spec import TableSpec
 from spi.textvalues import key_words
@@ -80,10 +85,14 @@ class Plan:
         elif self.index is None:
             lines.append(f"read primary key of {spec.name!r} in {_range_text(spec, self.key_range)}")
         else:
-            if self.index_points is not None:
+            if self.index_points == (None,):
+                what = f"{self.index} is null"
+            elif self.index_points is not None:
                 what = f"{self.index} in ({', '.join(where_literal(v) for v in self.index_points)})"
+            elif self.index_bounds is None:
+                what = "every entry (nulls first)"
             else:
-                what = (self.index_bounds or ValueBounds()).describe(self.index)
+                what = self.index_bounds.describe(self.index)
             lines.append(f"read index {self.index!r} of {spec.name!r} for {what}")
             if self.key_range != ResolvedRange.everything():
                 lines.append(f"keep keys in {_range_text(spec, self.key_range)}")
@@ -148,7 +157,7 @@ def plan_scan(
     for column in spec.indexes:
         if spec.is_key(column):
             continue
-        if _points(parts, column) is not None:
+        if _points(parts, column) is not None or _null(parts, column):
             return _index_plan(spec, key_range, parts, column, None, descending)
     if everything:
         bounds = _bounds(parts, first)
@@ -168,6 +177,10 @@ def _and(parts: list[Expr]) -> Expr | None:
 
 
 def _served(part: Expr, column: str) -> bool:
+    """True if reading ``column``'s values (a key range, index points or bounds, none
+    of them null) answers ``part`` exactly (``column is null`` is served apart)."""
+    if isinstance(part, IsNull):
+        return part.column == column and part.negated
     if isinstance(part, Compare):
         return part.column == column and part.value is not None and (part.op == "==" or part.op in _BOUND_OPS)
     if isinstance(part, In):
@@ -215,11 +228,19 @@ def _points(parts: list[Expr], column: str) -> tuple[Any, ...] | None:
     return tuple(values)
 
 
+def _null(parts: list[Expr], column: str) -> bool:
+    """True if one of ``parts`` is ``column is null``."""
+    return any(isinstance(p, IsNull) and p.column == column and not p.negated for p in parts)
+
+
 def _bounds(parts: list[Expr], column: str) -> ValueBounds | None:
-    """Intersect the range and prefix conditions on ``column``; None if there are none."""
+    """Intersect the range and prefix conditions on ``column`` (``is not null``: every
+    value); None if there are none."""
     b: ValueBounds | None = None
     for p in parts:
-        if isinstance(p, Compare) and p.column == column and p.op in _BOUND_OPS and p.value is not None:
+        if isinstance(p, IsNull) and p.column == column and p.negated:
+            found = ValueBounds()
+        elif isinstance(p, Compare) and p.column == column and p.op in _BOUND_OPS and p.value is not None:
             lower = p.op in (">", ">=")
             inclusive = p.op in (">=", "<=")
             found = ValueBounds(p.value, inclusive) if lower else ValueBounds(hi=p.value, hi_inclusive=inclusive)
@@ -285,6 +306,12 @@ def _index_plan(
 ) -> Plan:
     points = _points(parts, column)
     residual = _and([p for p in parts if not _served(p, column)])
+    if _null(parts, column):  # the null entries; with any condition on a value, none
+        nothing = points is not None or _bounds(parts, column) is not None
+        points = () if nothing else (None,)
+        residual = _and(
+            [p for p in parts if not _served(p, column) and not (isinstance(p, IsNull) and p.column == column)]
+        )
     if points is not None:
         return Plan(
             key_range,

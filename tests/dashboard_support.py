@@ -77,14 +77,15 @@ async def settle(app: DashboardApp, pilot: Any, timeout: float = 10.0) -> None:
     """Wait until every worker has finished and its UI update has run: no worker
     pending or running, and no page on its way, for three looks in a row, so one a key
     press starts a moment later (a busy machine) is waited for too. A worker not yet
-    started counts: on a loaded machine it can stay pending for longer than the looks.
-    The live view's watch runs until stopped: it is not waited for."""
+    started counts: on a loaded machine it can stay pending for longer than the looks;
+    so do the info view's reads of every row while they wait to start. The live
+    view's watch runs until stopped: it is not waited for."""
     await pilot.pause()
     quiet = 0
     for _ in range(int(timeout / 0.01)):
         await pilot.pause(0.01)
         busy = any(not w.is_finished and w.group != "live" for w in app.workers)
-        busy = busy or bool(getattr(app.screen, "page_pending", False))
+        busy = busy or bool(getattr(app.screen, "page_pending", False) or getattr(app.screen, "reads_pending", False))
         quiet = 0 if busy else quiet + 1
         if quiet >= 3:
             break
@@ -238,6 +239,42 @@ async def filter_rows(app: DashboardApp, pilot: Any, where: str) -> None:
     await type_text(pilot, where)
     await pilot.press("enter")
     await settle(app, pilot)
+
+
+class Spy:
+    """A real table handle that records the calls made through it: their names in
+    ``calls`` (to check that paging never counts), with their keyword arguments in
+    ``detail``."""
+
+    def __init__(self, table: Any, calls: list[str], detail: list[tuple[str, dict[str, Any]]]) -> None:
+        self._table, self._calls, self._detail = table, calls, detail
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._table, name)
+        if not callable(attr):
+            return attr
+        self._calls.append(name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._detail.append((name, kwargs))
+            return attr(*args, **kwargs)
+
+        return call
+
+
+class SpyProvider:
+    """A real provider whose table handles are :class:`Spy`."""
+
+    def __init__(self, provider: Any) -> None:
+        self._provider = provider
+        self.calls: list[str] = []
+        self.detail: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._provider, name)
+
+    def table(self, name: str) -> Any:
+        return Spy(self._provider.table(name), self.calls, self.detail)
 
 
 def make_app(provider: Any, *, table: str | None = None, history: Path | None = None, **session: Any) -> DashboardApp:

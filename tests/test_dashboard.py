@@ -13,6 +13,7 @@ import pytest
 from dashboard_support import (
     KINDS,
     ORDER_ROWS,
+    SpyProvider,
     cells,
     cursor_cells,
     dashboard,
@@ -33,7 +34,16 @@ from dashboard_support import (
 from textual.widgets import DataTable, Input
 
 import spi
-from kvctl.tui.browser import Order, Position, Query, count_change, read_page
+from kvctl.tui.browser import (
+    LAST_PAGE,
+    Order,
+    Position,
+    Query,
+    count_change,
+    earlier_position,
+    next_position,
+    read_page,
+)
 from kvctl.tui.counter import count_rows
 from kvctl.tui.history import FilterHistory
 from kvctl.tui.screens.rows import RowsScreen
@@ -152,34 +162,6 @@ async def test_pages_by_key_showing_rows_x_to_y_of_the_total(provider: Any) -> N
         assert status_line(app) == f"orders · rows {ORDER_ROWS - len(last) + 1}{DASH}150 of 150"
 
 
-class Spy:
-    """A real table handle that records the calls made through it (to check that paging
-    never counts)."""
-
-    def __init__(self, table: Any, calls: list[str]) -> None:
-        self._table, self._calls = table, calls
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._table, name)
-        if callable(attr):
-            self._calls.append(name)
-        return attr
-
-
-class SpyProvider:
-    """A real provider whose table handles are :class:`Spy`."""
-
-    def __init__(self, provider: Any) -> None:
-        self._provider = provider
-        self.calls: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._provider, name)
-
-    def table(self, name: str) -> Any:
-        return Spy(self._provider.table(name), self.calls)
-
-
 @run_async
 async def test_paging_reads_one_page_and_never_counts(provider: Any) -> None:
     spy = SpyProvider(provider)
@@ -191,6 +173,42 @@ async def test_paging_reads_one_page_and_never_counts(provider: Any) -> None:
             await settle(app, pilot)
         assert spy.calls == ["scan_page"] * 3
         assert "of 150" in status_line(app)
+
+
+@run_async
+async def test_end_shows_the_last_page_and_home_the_first(tmp_path: Path) -> None:
+    """End reads one page of the reversed scan (nothing counted), PgUp goes on back and
+    reaches the first page, PgDn comes back to the last one; Home shows the first page;
+    both keep the filter."""
+    spy = SpyProvider(open_provider("memory", tmp_path))
+    async with dashboard(spy, size=(120, 60)) as (app, pilot):  # pages of 51 rows: 3 pages
+        rows = everything()
+        size = len(rows_shown(app))
+
+        async def press(key: str) -> None:
+            await pilot.press(key)
+            await settle(app, pilot)
+
+        spy.calls.clear()
+        await press("end")
+        assert spy.calls == ["scan_page"]
+        assert rows_shown(app) == [cells(r) for r in rows[-size:]] and cursor_cells(app) == cells(rows[-1])
+        assert status_line(app) == f"orders · rows {ORDER_ROWS - size + 1}{DASH}{ORDER_ROWS} of {ORDER_ROWS}"
+        await press("pageup")
+        assert rows_shown(app) == [cells(r) for r in rows[-2 * size : -size]]
+        await press("pagedown")
+        await press("pagedown")  # the last page stays
+        assert rows_shown(app) == [cells(r) for r in rows[-size:]]
+        for _ in range(ORDER_ROWS // size):  # back past the first row: the first page
+            await press("pageup")
+        assert rows_shown(app) == [cells(r) for r in rows[:size]]
+        assert status_line(app) == f"orders · rows 1{DASH}{size} of {ORDER_ROWS}"
+        await filter_rows(app, pilot, "total > 0")
+        matching = list(spy.table("orders").scan(where=spi.parse_where("total > 0", ORDERS)))
+        await press("end")
+        assert rows_shown(app) == [cells(r) for r in matching[-size:]]
+        await press("home")
+        assert rows_shown(app) == [cells(r) for r in matching[:size]] and cursor_cells(app) == cells(matching[0])
 
 
 @run_async
@@ -362,15 +380,18 @@ async def test_help_lists_every_key_of_the_contract(provider: Any) -> None:
         assert not app.is_running
 
 
-def test_counter_counts_in_chunks_with_and_without_a_filter(tmp_path: Path) -> None:
+def test_counter_counts_a_filter_in_chunks_and_every_row_at_once(tmp_path: Path) -> None:
     p = open_provider("rocksdb", tmp_path)
     p.table("orders").load({"region": "big", "id": i, "status": "open"} for i in range(25_000))
     spec, table = p.admin.get_spec("orders"), p.table("orders")
     seen: list[int] = []
-    assert count_rows(table, spec, None, lambda n: seen.append(n) or True) == 25_150
-    assert seen == [0, 10_000, 20_000]
     where = spi.parse_where("status = 'open'", spec)
-    assert count_rows(table, spec, where, lambda n: True) == table.count(where=where)
+    assert count_rows(table, spec, where, lambda n: seen.append(n) or True) == table.count(where=where)
+    assert len(seen) == 3  # before each chunk of 10,000 keys
+    seen.clear()
+    assert count_rows(table, spec, None, lambda n: seen.append(n) or True) == 25_150 and seen == [0]  # the row counter
+    assert count_rows(table, spec, where, lambda n: seen.append(n) or True, server=True) == table.count(where=where)
+    assert seen == [0, 0]  # a server counts in one call
     assert count_rows(table, spec, None, lambda n: False) is None  # abandoned
     p.close()
 
@@ -389,6 +410,22 @@ def test_pages_continue_from_their_token() -> None:
     view = read_page(p.table("orders"), ORDERS, Query("orders", order=Order("status")), Position(), 10)
     assert [dict(r) for r in view.rows] == [dict(r) for r in p.table("orders").scan(order_by="status", limit=10)]
     assert view.first_row == 1 and view.next_token is not None
+
+
+def test_the_last_page_is_read_backwards() -> None:
+    p = spi.connect("memory://")
+    p.admin.create(ORDERS)
+    p.table("orders").load(order_rows(30))
+    table, query = p.table("orders"), Query("orders", order=Order("status", descending=True))
+    expected = [dict(r) for r in table.scan(order_by="status", descending=True)]
+    last = read_page(table, ORDERS, query, LAST_PAGE, 10)
+    assert [dict(r) for r in last.rows] == expected[-10:] and last.at_end and not last.at_start
+    assert last.first_row is None and last.first_row_of(30) == 21 and next_position(last) is None
+    before = read_page(table, ORDERS, query, earlier_position(last), 10)
+    assert [dict(r) for r in before.rows] == expected[10:20] and before.first_row_of(30) == 11
+    assert next_position(before) == LAST_PAGE
+    first = read_page(table, ORDERS, query, earlier_position(before), 11)  # short of a page: the first page
+    assert [dict(r) for r in first.rows] == expected[:11] and first.at_start
 
 
 @run_async

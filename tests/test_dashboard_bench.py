@@ -1,4 +1,5 @@
-"""The dashboard benchmark still runs (tiny size; no timings are asserted)."""
+"""The dashboard benchmark still runs, End and the info view included (tiny size; no
+timings are asserted)."""
 
 from __future__ import annotations
 
@@ -31,5 +32,5 @@ def test_bench_smoke(tmp_path: Path) -> None:
     )
     # TARGET_MISSED: a target missed on a busy machine; 1 (a crash) or 2 (an error) fails
     assert result.returncode in (0, TARGET_MISSED), f"exit {result.returncode}: {result.stderr}"
-    for line in ("RocksDB: 12 pages", "first rows", "page down", "memory"):
+    for line in ("RocksDB: 12 pages", "first rows", "page down", "memory", "  end ", "  info "):
         assert line in result.stdout, result.stdout

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from dashboard_support import (
     KINDS,
+    SpyProvider,
     dashboard,
     filter_rows,
     footer_line,
@@ -201,6 +202,54 @@ async def test_info_view_without_a_feed(provider: Any) -> None:
         await pilot.press("escape")
         await settle(app, pilot)
         assert isinstance(app.screen, RowsScreen)
+
+
+@run_async
+async def test_info_view_takes_the_key_and_indexed_columns_from_one_row_reads(tmp_path: Path) -> None:
+    """The first answers of the info view read a row or an index run each, whatever
+    the table's size: the first key column's min and max are the first and the last
+    row's, the indexed column's the first and last of its index's non-null entries,
+    its nulls a count of the null entries; no aggregate runs (in one transaction, it
+    would hold an embedded store while it reads every row)."""
+    p = open_provider("memory", tmp_path)
+    p.table("orders").insert({"region": "zz", "id": 1, "status": None})
+    (full,) = p.table("orders").aggregate(columns=["region", "status", "total", "note"])
+    spy = SpyProvider(p)
+    async with dashboard(spy, size=(120, 60)) as (app, pilot):
+        spy.detail.clear()
+        await pilot.press("i")
+        await settle(app, pilot)
+        grid = app.screen.query_one("#info-columns", DataTable)
+        stats = {str(grid.get_row_at(i)[0]): [str(c) for c in grid.get_row_at(i)][2:] for i in range(grid.row_count)}
+        for column in ("region", "status", "total", "note"):
+            found = full.stats[column]
+            name = f"⚷ {column}" if ORDERS.is_key(column) else column
+            assert stats[name] == [str(found.nulls), str(found.min), str(found.max)], column
+        assert "aggregate" not in spy.calls
+        one_row = [kw for name, kw in spy.detail if name == "scan_page" and kw.get("limit") == 1]
+        assert [kw.get("order_by") for kw in one_row] == [None, None, "status", "status"]
+        assert ("count", {"where": spi.col("status").is_null()}) in spy.detail
+        assert "read index 'status'" in p.table("orders").explain(where=spi.col("status").is_null())
+
+
+def test_info_reads_every_row_once_for_the_columns_left() -> None:
+    p = spi.connect("memory://")
+    p.admin.create(ORDERS)
+    p.table("orders").load(order_rows(40))
+    table = p.table("orders")
+    (full,) = table.aggregate(columns=["region", "id", "status", "total", "note"])
+    quick = info.quick_stats(table, ORDERS)
+    left = [c for c in quick if not c.known]
+    assert [c.name for c in left] == ["id", "total", "note"]  # a key column after the first; not indexed
+    found = info.read_rows(table.scan(), ORDERS, left, lambda n: True)
+    assert found is not None and found.rows == 40
+    for columns in (info.server_stats(table, ORDERS, quick), found.columns):
+        assert [(c.name, c.nulls, c.min, c.max, c.known) for c in columns] == [
+            (c.name, full.stats[c.name].nulls, full.stats[c.name].min, full.stats[c.name].max, True) for c in left
+        ]
+    sized = info.read_rows(table.scan(), ORDERS, [], lambda n: True)
+    assert sized is not None and sized.size == found.size > 0
+    assert info.read_rows(table.scan(), ORDERS, left, lambda n: False) is None  # abandoned
 
 
 @run_async

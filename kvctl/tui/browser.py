@@ -5,8 +5,9 @@ Everything here is immutable or stateless: the rows screen owns the current
 :class:`Query` and :class:`Position`, a worker calls :func:`read_page` and the screen
 applies the :class:`PageView` it returns (so a stale result can simply be dropped).
 Pages are read with ``scan_page`` and its ``next_token``: no page ever counts or
-skips rows, so page 1,000 costs what page 1 costs. Each call is a short auto-commit
-operation: the dashboard holds nothing while idle.
+skips rows, so page 1,000 costs what page 1 costs, and the last page (End) is one
+page of the reversed scan. Each call is a short auto-commit operation: the dashboard
+holds nothing while idle.
 """
 
 from __future__ import annotations
@@ -60,10 +61,16 @@ class Position:
     view starts at the first row. ``pages`` holds, for every page from there to the
     current one, its ``after`` token and how many rows precede it (None: unknown,
     after a jump).
+
+    ``backward``: the view starts at the last row (End) and goes back from there
+    (PgUp): the pages are read in the reversed order (their rows shown the right way
+    round), and ``pages`` holds, for every page from the last one to the current one,
+    its ``after`` token in that order and how many rows follow it.
     """
 
     anchor: tuple[Any, ...] | None = None
     pages: tuple[tuple[str | None, int | None], ...] = ((None, 0),)
+    backward: bool = False
 
     @property
     def after(self) -> str | None:
@@ -72,8 +79,12 @@ class Position:
 
     @property
     def offset(self) -> int | None:
-        """Rows before the current page, if known."""
+        """Rows before the current page (after it, ``backward``), if known."""
         return self.pages[-1][1]
+
+
+LAST_PAGE = Position(backward=True)
+"""The position of the last page (End)."""
 
 
 @dataclass(frozen=True)
@@ -94,14 +105,29 @@ class PageView:
 
     @property
     def first_row(self) -> int | None:
-        """The 1-based number of the first row shown, if known."""
+        """The 1-based number of the first row shown, if known without the total."""
         offset = self.position.offset
-        return None if offset is None else offset + 1
+        return None if offset is None or self.position.backward else offset + 1
+
+    def first_row_of(self, total: int | None) -> int | None:
+        """:attr:`first_row`, or on a page read from the end, the number ``total``
+        (the count of the query's rows, if known) gives it."""
+        offset = self.position.offset
+        if not self.position.backward or offset is None or total is None:
+            return self.first_row
+        first = total - offset - len(self.rows) + 1
+        return first if first >= 1 else None
 
     @property
     def at_start(self) -> bool:
-        """True when no row comes before this page."""
-        return self.position.anchor is None and len(self.position.pages) == 1
+        """True when no row comes before this page (a page read from the end that
+        reaches the first row is read again as the first page: never one of them)."""
+        return self.position.anchor is None and len(self.position.pages) == 1 and not self.position.backward
+
+    @property
+    def at_end(self) -> bool:
+        """True when no row comes after this page."""
+        return len(self.position.pages) == 1 if self.position.backward else self.next_token is None
 
 
 @dataclass(frozen=True)
@@ -158,16 +184,25 @@ def key_first(spec: spi.TableSpec) -> tuple[str, ...]:
 
 
 def read_page(table: spi.Table, spec: spi.TableSpec, query: Query, position: Position, size: int) -> PageView:
-    """Read the page of ``size`` rows at ``position``."""
+    """Read the page of ``size`` rows at ``position``. A page read from the end that
+    comes short of a whole page reaches the first row: the first page is shown."""
+    options = query.scan_options(spec)
+    if position.backward:
+        options["descending"] = not options["descending"]
+        page = table.scan_page(limit=size, after=position.after, **options)
+        if len(page.rows) < size or page.next_token is None:
+            return read_page(table, spec, query, Position(), size)
+        return PageView(spec, query, position, page.rows[::-1], page.next_token)
     rng = None if position.anchor is None else spi.Range(start=position.anchor)
-    page = table.scan_page(rng, limit=size, after=position.after, **query.scan_options(spec))
+    page = table.scan_page(rng, limit=size, after=position.after, **options)
     return PageView(spec, query, position, page.rows, page.next_token)
 
 
 def previous_position(table: spi.Table, spec: spi.TableSpec, query: Query, position: Position, size: int) -> Position:
     """The position of the page before ``position`` (the first page stays where it is).
     Pages after the start or the anchor are remembered; the page before an anchor is
-    read backwards (one short descending scan)."""
+    read backwards (one short descending scan). For a page read from the end, see
+    :func:`earlier_position`."""
     if len(position.pages) > 1:
         return replace(position, pages=position.pages[:-1])
     if position.anchor is None:
@@ -180,8 +215,21 @@ def previous_position(table: spi.Table, spec: spi.TableSpec, query: Query, posit
 
 def next_position(view: PageView) -> Position | None:
     """The position of the page after ``view`` (None: it is the last page)."""
-    if view.next_token is None:
+    if view.at_end:
         return None
+    if view.position.backward:
+        return replace(view.position, pages=view.position.pages[:-1])
+    return _further(view)
+
+
+def earlier_position(view: PageView) -> Position:
+    """The position of the page before ``view``, a page read from the end (the next
+    page of the reversed scan)."""
+    return _further(view)
+
+
+def _further(view: PageView) -> Position:
+    """``view``'s position and one more page: the one its ``next_token`` starts."""
     offset = view.position.offset
     shown = None if offset is None else offset + len(view.rows)
     return replace(view.position, pages=(*view.position.pages, (view.next_token, shown)))
@@ -300,6 +348,7 @@ def counted(where: spi.Expr | None, row: Mapping[str, Any] | None) -> int:
 
 
 __all__ = [
+    "LAST_PAGE",
     "Cursor",
     "Order",
     "PageView",
@@ -309,6 +358,7 @@ __all__ = [
     "count_change",
     "counted",
     "delete_row",
+    "earlier_position",
     "exists",
     "filter_example",
     "hidden_cursor",

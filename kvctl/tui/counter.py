@@ -7,6 +7,11 @@ stall every page read for seconds. Instead the keys are walked in chunks of
 filter each chunk's key range is then counted with ``count(range, where=...)``.
 Between chunks the counter reports progress, may be stopped, and steps aside so a
 waiting page read gets the store first.
+
+Two counts need no walk and take one ``count`` call: every row of a table (an
+embedded store keeps a row counter per table: no row is read), and any count on a
+server store (``server``: PostgreSQL counts in the server, on a connection of its
+own, while this process waits without holding up its pages).
 """
 
 from __future__ import annotations
@@ -24,11 +29,18 @@ PAUSE = 0.002
 
 
 def count_rows(
-    table: spi.Table, spec: spi.TableSpec, where: spi.Expr | None, progress: Callable[[int], bool]
+    table: spi.Table,
+    spec: spi.TableSpec,
+    where: spi.Expr | None,
+    progress: Callable[[int], bool],
+    *,
+    server: bool = False,
 ) -> int | None:
     """The number of rows matching ``where``; None if ``progress(counted_so_far)``, called
     before every chunk, returned False (the count was abandoned). ``progress`` may
-    block to hold the count back."""
+    block to hold the count back. Every row, or on a ``server`` store, one call."""
+    if where is None or server:
+        return table.count(where=where) if progress(0) else None
     total = 0
     token: str | None = None
     last: tuple[Any, ...] | None = None

@@ -1,15 +1,19 @@
 """What the table info view (``i``) shows, computed without UI code (each function
 blocks; the info screen calls them from thread workers), in bounded memory:
 
-- :func:`column_stats`: the row count and every column's nulls, min and max, from
-  one ``table.aggregate`` call (numbers, timestamps and strings; ``bool`` and
-  ``bytes`` columns, which ``aggregate`` takes no statistics of, get their nulls
-  counted with ``count(where="c is null")`` and no min/max).
-- :func:`scan_sizes`: one streamed scan of the rows adding up the bytes of their
+- Every column's nulls, min and max (numbers, timestamps and strings; ``bool`` and
+  ``bytes`` columns get their nulls only), first what the key and the indexes
+  answer at once (:func:`quick_stats`: a few reads of one row or one index run each,
+  whatever the table's size), then the other columns, which take reading every row:
+  on a server (PostgreSQL) one ``table.aggregate`` call and a ``count`` of each
+  other column's nulls, run in the server (:func:`server_stats`); on an embedded
+  store the pass that measures the size (:func:`read_rows`).
+- :func:`read_rows`: one streamed scan of the rows adding up the bytes of their
   values (strings and bytes their length in UTF-8/bytes, numbers and timestamps 8,
   bool 1): the size of the data whatever the store, with no provider call the SPI
-  lacks. :func:`store_bytes` adds, for an embedded store (a RocksDB directory), the
-  bytes of its files on disk (every table's).
+  lacks; the same pass takes the statistics of the columns asked for.
+  :func:`store_bytes` adds, for an embedded store (a RocksDB directory), the bytes
+  of its files on disk (every table's).
 - :func:`histogram`: a numeric column's values counted into :data:`BUCKETS` equal
   buckets between its min and max, over a streamed scan of that column only; an
   integer column's buckets hold whole numbers (``1 - 35``, ``36 - 70``; fewer buckets
@@ -25,17 +29,19 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import spi
 from kvctl.tui.browser import NUMBERS
-from spi.aggregate import STAT_TYPES, ColumnStats
+from spi.aggregate import STAT_TYPES, ColumnStats, aggregate_rows
 
 BUCKETS = 10
 """Bars of a histogram."""
+STEP = 10_000
+"""Rows a streamed pass reads between two looks at whether to go on."""
 MINUTES = 60
 """Minutes of change events the sparkline shows (the last hour, one bar a minute)."""
 UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
@@ -53,13 +59,21 @@ def human_bytes(size: int) -> str:
 
 @dataclass(frozen=True)
 class Column:
-    """One column's nulls, min and max (None: not taken for its type, or no value)."""
+    """One column's nulls, min and max as far as known: ``nulls`` None until counted;
+    ``ranged`` once ``min`` and ``max`` are taken (None: no value), never for a type
+    without them (:data:`STAT_TYPES`)."""
 
     name: str
     type: spi.FieldType
-    nulls: int
+    nulls: int | None = None
     min: Any = None
     max: Any = None
+    ranged: bool = False
+
+    @property
+    def known(self) -> bool:
+        """True once everything the column has is taken."""
+        return self.nulls is not None and (self.ranged or self.type not in STAT_TYPES)
 
 
 def numeric_columns(spec: spi.TableSpec) -> list[str]:
@@ -75,19 +89,101 @@ def histogram_column(spec: spi.TableSpec) -> str | None:
     return next((c for c in numeric if not spec.is_key(c)), next(iter(numeric), None))
 
 
-def column_stats(table: spi.Table, spec: spi.TableSpec) -> tuple[int, list[Column]]:
-    """The row count and every column's statistics (in the spec's order)."""
-    stat_columns = [f.name for f in spec.fields if f.type in STAT_TYPES]
-    (group,) = table.aggregate(columns=stat_columns)
+def quick_stats(table: spi.Table, spec: spi.TableSpec) -> list[Column]:
+    """Every column (in the spec's order) with what the key and the indexes answer
+    without reading every row: a key column has no nulls, and the first key
+    column's min and max are the first and the last row's; an indexed column's nulls
+    are its index's null entries, counted, and its min and max the first and the
+    last of its other entries (an ordered scan of one row each way: nulls come first).
+    The other columns' statistics are left to read (:func:`server_stats`,
+    :func:`read_rows`)."""
+    first = spec.primary_key[0]
     columns = []
     for f in spec.fields:
-        stats: ColumnStats | None = group.stats.get(f.name)
-        if stats is not None:
-            columns.append(Column(f.name, f.type, stats.nulls, stats.min, stats.max))
+        column = Column(f.name, f.type)
+        ranged = f.type in STAT_TYPES
+        if spec.is_key(f.name):
+            column = replace(column, nulls=0)
+            if ranged and f.name == first:
+                column = _ranged(column, *_ends(table, f.name, None))
+        elif spec.is_indexed(f.name):
+            column = replace(column, nulls=table.count(where=spi.col(f.name).is_null()))
+            if ranged:
+                column = _ranged(column, *_ends(table, f.name, f.name))
+        columns.append(column)
+    return columns
+
+
+def _ranged(column: Column, low: Any, high: Any) -> Column:
+    """``column`` with its min and max."""
+    return replace(column, min=low, max=high, ranged=True)
+
+
+def _ends(table: spi.Table, column: str, order_by: str | None) -> tuple[Any, Any]:
+    """The least and the greatest value of ``column`` (None: none), from the first row
+    of a scan in the order of the key (``order_by`` None) or of its index, each way."""
+    where = None if order_by is None else spi.col(column).not_null()
+    found = [
+        table.scan_page(where=where, order_by=order_by, descending=descending, limit=1, columns=[column]).rows
+        for descending in (False, True)
+    ]
+    low, high = (rows[0][column] if rows else None for rows in found)
+    return low, high
+
+
+def server_stats(table: spi.Table, spec: spi.TableSpec, columns: list[Column]) -> list[Column]:
+    """``columns`` not known yet, taken in the server: one ``aggregate`` call for the
+    numbers, timestamps and strings, a ``count`` of the nulls of the others."""
+    left = [c for c in columns if not c.known]
+    stat = [c.name for c in left if c.type in STAT_TYPES]
+    stats = table.aggregate(columns=stat)[0].stats if stat else {}
+    taken = []
+    for c in left:
+        if c.name in stats:
+            taken.append(_column(c, stats[c.name]))
         else:
-            nulls = table.count(where=spi.parse_where(f"{f.name} is null", spec)) if not spec.is_key(f.name) else 0
-            columns.append(Column(f.name, f.type, nulls))
-    return group.count, columns
+            taken.append(replace(c, nulls=table.count(where=spi.col(c.name).is_null())))
+    return taken
+
+
+def _column(column: Column, stats: ColumnStats) -> Column:
+    """``column`` with the statistics taken of it."""
+    counted = replace(column, nulls=stats.nulls)
+    return _ranged(counted, stats.min, stats.max) if column.type in STAT_TYPES else counted
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What one pass over every row found: the rows, the bytes of their values and the
+    statistics of the columns it was asked for."""
+
+    rows: int
+    size: int
+    columns: list[Column]
+
+
+def read_rows(
+    rows: Iterable[spi.Row], spec: spi.TableSpec, columns: list[Column], keep_going: Callable[[int], bool]
+) -> Pass | None:
+    """One streamed pass over ``rows``: the bytes of their values and the statistics
+    of ``columns`` (bounded memory); None if ``keep_going(rows read so far)``, asked
+    every :data:`STEP` rows, turned False."""
+    size = 0
+    stopped = False
+
+    def measured() -> Iterator[spi.Row]:
+        nonlocal size, stopped
+        for n, row in enumerate(rows):
+            if n % STEP == 0 and not keep_going(n):
+                stopped = True
+                return
+            size += sum(value_bytes(v) for v in row.values())
+            yield row
+
+    (group,) = aggregate_rows(spec, measured(), (), tuple(c.name for c in columns))
+    if stopped:
+        return None
+    return Pass(group.count, size, [_column(c, group.stats[c.name]) for c in columns])
 
 
 def value_bytes(value: Any) -> int:
@@ -101,11 +197,6 @@ def value_bytes(value: Any) -> int:
     if isinstance(value, bool):
         return 1
     return 8
-
-
-def scan_sizes(rows: Iterable[spi.Row]) -> int:
-    """The bytes of the values of ``rows`` (streamed)."""
-    return sum(sum(value_bytes(v) for v in row.values()) for row in rows)
 
 
 def store_bytes(url: str) -> int | None:

@@ -271,7 +271,7 @@ class LivePage:
             first = self._position(view.rows[0])
         self._nothing_fits = not view.rows and not view.at_start and view.position.anchor is None
         self._first = first
-        self._last = self._position(view.rows[-1]) if view.rows and view.next_token is not None else None
+        self._last = self._position(view.rows[-1]) if view.rows and not view.at_end else None
         for row in view.rows:  # read after the events applied so far: these rows exist
             if self.deleted(key_of(view.spec, row)):
                 del self.marks[key_of(view.spec, row)]

@@ -38,11 +38,18 @@ class Counts:
     through: dict[tuple[str, str], int] = field(default_factory=dict)
     """For a count finished while the live view was on: the revision it includes (the
     events up to it are counted in it, the live view adds the later ones)."""
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.Condition = field(default_factory=threading.Condition, repr=False)
 
     def get(self, table: str, where: str) -> int | None:
         """The count of ``table`` under filter ``where``, if known."""
         with self._lock:
+            return self.known.get((table, where))
+
+    def wait(self, table: str, where: str, timeout: float) -> int | None:
+        """:meth:`get`, waiting up to ``timeout`` seconds for a count being taken
+        elsewhere to be put (blocks: call from a worker)."""
+        with self._lock:
+            self._lock.wait_for(lambda: (table, where) in self.known, timeout)
             return self.known.get((table, where))
 
     def put(self, table: str, where: str, count: int, through: int = 0) -> None:
@@ -50,6 +57,7 @@ class Counts:
         with self._lock:
             self.known[(table, where)] = count
             self.through[(table, where)] = through
+            self._lock.notify_all()
 
     def forget(self, table: str) -> None:
         """Drop every count of ``table`` (refresh, alter, drop)."""
@@ -115,6 +123,14 @@ class Session:
             if self._provider is None:
                 self._provider = spi.connect(self.url, create=False)
             return self._provider
+
+    @property
+    def server(self) -> bool:
+        """True for a server store (SQL: PostgreSQL), which counts and aggregates rows
+        itself, on a connection of its own: one call for a count or statistics of a
+        big table holds up nothing in this process (an embedded store reads every row
+        in this process, in one session; blocks: call from a worker)."""
+        return spi.Capability.SQL in self.provider.capabilities
 
     def table(self, name: str) -> spi.Table:
         """The auto-commit handle of table ``name``."""

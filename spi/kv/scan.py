@@ -329,19 +329,26 @@ class Scanner:
 
     # -- other primitives ------------------------------------------------------------
     def count(self, key_range: ResolvedRange, where: Expr | None) -> int:
-        """How many rows in ``key_range`` match ``where`` (keys only when nothing is
-        filtered and no row has expired unswept)."""
+        """How many rows in ``key_range`` match ``where`` (keys only, of the rows or of
+        an index's entries, when the plan filters nothing after reading and no row
+        has expired unswept)."""
         plan = plan_scan(self.spec, key_range, where, ordered=False)
         if plan.empty:
             return 0
         lay = self._layout
-        if plan.residual is None and plan.index is None:
+        if plan.residual is None:
             now = now_micros(self._buffer.clock)
-            if plan.key_range == ResolvedRange.everything():
+            if plan.index is None and plan.key_range == ResolvedRange.everything():
                 stored = self.stored_count()
                 if stored is not None:
                     return stored - sum(1 for _ in self._buffer.keys(lay.expiry_prefix, lay.expired_bound(now)))
-            if not self.has_expired(now):
+            if plan.index is not None and not self.has_expired(now):
+                entries = self._index_entries(plan.index, plan, None)
+                if plan.key_range == ResolvedRange.everything():
+                    return sum(1 for _ in entries)
+                lo, hi = range_bytes(b"", lay.key_types, plan.key_range)
+                return sum(1 for _, key in entries if lo <= key and (hi is None or key < hi))
+            if plan.index is None and not self.has_expired(now):
                 lo, hi = range_bytes(lay.row_prefix, lay.key_types, plan.key_range)
                 return sum(1 for _ in self._buffer.keys(lo, hi))
         return sum(1 for _ in self._rows(plan, None))

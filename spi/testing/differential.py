@@ -134,6 +134,8 @@ def _where(draw: Any) -> Any:
         st.builds(lambda v: col("flag") == v, st.booleans()),
         st.just(col("ts").is_null()),
         st.just(col("flag").not_null()),
+        st.just(col("i").is_null()),  # indexed: the index's null entries
+        st.just(col("s").not_null()),  # indexed: the index's values
     )
     expr = st.recursive(
         leaves,

@@ -1,11 +1,13 @@
-"""A table's rows: a page that fills the screen, paged by key (``scan_page`` tokens),
-filtered in ``--where`` syntax, ordered by the key or an index, with row detail, go to
-key, add/edit/delete, copy, export and the live view (``w``, :mod:`kvctl.tui.live`).
+"""A table's rows: a page that fills the screen, paged by key (``scan_page`` tokens;
+``End`` reads the last page backwards, ``Home`` the first), filtered in ``--where``
+syntax, ordered by the key or an index, with row detail, go to key,
+add/edit/delete, copy, export (:mod:`kvctl.tui.screens.exporting`) and the live view
+(``w``, :mod:`kvctl.tui.live`).
 
 The screen owns what is shown (:class:`Query`, :class:`Position`); workers read pages
 and counts and hand back results, which are dropped if the user has moved on. The
-total is counted in the background in short steps and kept in the session; the
-dashboard's own writes keep it exact, ``r`` counts again.
+total is counted in the background (:mod:`kvctl.tui.counter`) and kept in the
+session; the dashboard's own writes keep it exact, ``r`` counts again.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import shlex
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import events, on, work
@@ -26,6 +27,7 @@ from textual.worker import get_current_worker
 
 import spi
 from kvctl.tui.browser import (
+    LAST_PAGE,
     Cursor,
     Order,
     PageView,
@@ -33,6 +35,7 @@ from kvctl.tui.browser import (
     Query,
     count_change,
     delete_row,
+    earlier_position,
     filter_example,
     hidden_cursor,
     jump_position,
@@ -44,10 +47,11 @@ from kvctl.tui.browser import (
     read_page,
 )
 from kvctl.tui.counter import count_rows
-from kvctl.tui.export import export_rows
 from kvctl.tui.history import FilterHistory
+from kvctl.tui.screens import gone
 from kvctl.tui.screens.detail import RowDetailScreen, SpecScreen, row_json
-from kvctl.tui.screens.dialogs import ConfirmScreen, ExportScreen, OrderScreen, PromptScreen
+from kvctl.tui.screens.dialogs import ConfirmScreen, OrderScreen, PromptScreen
+from kvctl.tui.screens.exporting import ExportingScreen
 from kvctl.tui.screens.info import InfoScreen
 from kvctl.tui.screens.live import WATCH_HELP, LiveScreen
 from kvctl.tui.screens.row_form import RowFormScreen, Saved
@@ -59,13 +63,14 @@ from kvctl.tui.widgets.grids import RowsGrid
 BUSY_AFTER = 0.15
 """Seconds a read may take before the loading indicator shows (no flicker on fast pages)."""
 QUIET = 0.3
-"""Seconds without a page read before the background count goes on: paging through a
-table is never slowed by counting it (the count waits for a pause)."""
+"""Seconds without a page read, from its start and from its showing, before the
+background count goes on: paging through a table is never slowed by counting it (the
+count waits for a pause)."""
 CHROME = 9
 """Screen lines that are not rows: header, filter, grid borders and column names, status, footer."""
 
 
-class RowsScreen(LiveScreen):
+class RowsScreen(ExportingScreen, LiveScreen):
     """The rows of one table."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -98,7 +103,6 @@ class RowsScreen(LiveScreen):
         self.position = Position()
         self.view: PageView | None = None
         self._counting: tuple[Query, int] | None = None
-        self._exporting: int | None = None
         self._busy_timer: Timer | None = None
         self._page_size = 0
         self._pending: tuple[Position, Cursor, bool, bool] | None = None
@@ -200,7 +204,7 @@ class RowsScreen(LiveScreen):
             self.app.call_from_thread(self._show, view, cursor)
 
     def _failed(self, exc: Exception) -> None:
-        if not self.is_attached:
+        if gone(self, "#status"):
             return
         self._not_busy()
         self._reading, self._pending = False, None
@@ -213,6 +217,7 @@ class RowsScreen(LiveScreen):
             return
         self._not_busy()
         self._pending = None
+        self._last_read = time.monotonic()
         if not view.rows and not view.at_start and cursor.key is None:
             self._load(view.position, Cursor(line=10**9), previous=True)  # the page emptied: step back
             return
@@ -252,14 +257,22 @@ class RowsScreen(LiveScreen):
             return
         parts = [self.table_name]
         shown = len(view.rows)
+        total = self._count_of(view.query)
+        first = view.first_row_of(total)
         if not shown:
             rows = ("no rows match" if view.query.where_text else "no rows") if view.at_start else "no rows here"
-        elif view.first_row is None:
-            rows = f"{plural(shown, 'row')} from {key_words(view.spec, view.rows[0])}"
+        elif first is not None:
+            last = first + shown - 1
+            rows = f"row {last:,}" if shown == 1 else f"rows {first:,}\u2013{last:,}"
+        elif view.position.backward:  # numbered once the total is known
+            after = view.position.offset or 0
+            rows = (
+                f"the last {plural(shown, 'row')}"
+                if not after
+                else f"{plural(shown, 'row')}, then {after:,} to the end"
+            )
         else:
-            last = view.first_row + shown - 1
-            rows = f"row {last:,}" if shown == 1 else f"rows {view.first_row:,}\u2013{last:,}"
-        total = self._count_of(view.query)
+            rows = f"{plural(shown, 'row')} from {key_words(view.spec, view.rows[0])}"
         if not shown and view.at_start:
             pass  # "no rows": nothing to count
         elif total is not None:
@@ -273,8 +286,8 @@ class RowsScreen(LiveScreen):
             parts.append(f"where {view.query.where_text}")
         if view.query.order != Order():
             parts.append(f"order by {view.query.order.label}")
-        if self._exporting is not None:
-            parts.append(f"exporting… {plural(self._exporting, 'row')}")
+        if self.exporting is not None:
+            parts.append(f"exporting… {plural(self.exporting, 'row')}")
         if self.live is not None:
             parts.append(self._live_text())
         self.query_one("#status", Static).update(" · ".join(parts))
@@ -291,7 +304,8 @@ class RowsScreen(LiveScreen):
             return not worker.is_cancelled
 
         try:
-            count = count_rows(self.session.table(query.table), spec, query.where(spec), progress)
+            table = self.session.table(query.table)
+            count = count_rows(table, spec, query.where(spec), progress, server=self.session.server)
             through = self.count_through()
         except Exception as exc:
             if not worker.is_cancelled:
@@ -302,25 +316,32 @@ class RowsScreen(LiveScreen):
             self.app.call_from_thread(self._count_progress, query, None)
 
     def _count_progress(self, query: Query, counted: int | None) -> None:
-        if not self.is_attached:
+        if gone(self, "#status"):
             return
         self._counting = None if counted is None else (query, counted)
         self._show_status()
 
     @on(RowsGrid.PageRequested)
     def page(self, event: RowsGrid.PageRequested) -> None:
-        """Show the next or previous page."""
+        """Show the next, previous, first or last page (the last page is one page of
+        the reversed scan, and PgUp goes on back from there: no page counts rows)."""
         view = self.view
         if view is None:
             return
         line = {"top": 0, "bottom": 10**9}.get(event.cursor, self.grid.cursor_row)
-        if event.direction == "next":
+        if event.direction == "first":
+            self._load(Position(), Cursor(line=line))
+        elif event.direction == "last":
+            self._load(LAST_PAGE, Cursor(line=line))
+        elif event.direction == "next":
             position = next_position(view)
             if position is None:
                 if event.cursor == "same":
                     self.grid.move_cursor(row=len(view.rows) - 1)
                 return
             self._load(position, Cursor(line=line))
+        elif view.position.backward:
+            self._load(earlier_position(view), Cursor(line=line))
         elif not view.at_start:
             self._load(view.position, Cursor(line=line), previous=True)
         elif event.cursor == "same":
@@ -535,65 +556,9 @@ class RowsScreen(LiveScreen):
     def action_info(self) -> None:
         """Show the table info view."""
         if self.spec is not None:
-            self.app.push_screen(InfoScreen(self.session, self.spec))
+            counting = self._counting is not None and not self._counting[0].where_text  # every row
+            self.app.push_screen(InfoScreen(self.session, self.spec, counting=counting))
 
     def action_back(self) -> None:
         """Back to the table list."""
         self.dismiss(None)
-
-    # ------------------------------------------------------------------ export
-    def action_export(self) -> None:
-        """Export every row of the current view (filter and order) to a file."""
-        spec = self.spec
-        if spec is None:
-            return
-        if self._exporting is not None:
-            self.notify("an export is already running")
-            return
-        query = self.rows_query
-        what = f"{self.table_name}" + (f" where {query.where_text}" if query.where_text else "")
-
-        def chosen(choice: tuple[str, str] | None) -> None:
-            if choice is None:
-                return
-            path, fmt = choice
-            if not Path(path).expanduser().exists():
-                self._start_export(spec, query, path, fmt)
-                return
-
-            def overwrite(yes: bool | None) -> None:
-                if yes:
-                    self._start_export(spec, query, path, fmt)
-
-            self.app.push_screen(ConfirmScreen(f"{path} exists. Replace it?", "Replace"), overwrite)
-
-        self.app.push_screen(ExportScreen(f"{self.table_name}.csv", what), chosen)
-
-    def _start_export(self, spec: spi.TableSpec, query: Query, path: str, fmt: str) -> None:
-        self._exporting = 0
-        self._show_status()
-        self._export(spec, query, path, fmt)
-
-    @work(thread=True, exclusive=True, group="export")
-    def _export(self, spec: spi.TableSpec, query: Query, path: str, fmt: str) -> None:
-        def progress(n: int) -> None:
-            self.app.call_from_thread(self._export_progress, n)
-
-        try:
-            rows = self.session.table(query.table).scan(**query.scan_options(spec))
-            written = export_rows(spec, rows, path, fmt, progress)
-        except Exception as exc:
-            self.app.call_from_thread(self._exported, f"export failed: {error_text(exc)}", "error")
-            return
-        self.app.call_from_thread(self._exported, f"exported {plural(written, 'row')} to {path} ({fmt})", "information")
-
-    def _export_progress(self, n: int) -> None:
-        self._exporting = n
-        if self.is_attached:
-            self._show_status()
-
-    def _exported(self, text: str, severity: Any) -> None:
-        self._exporting = None
-        self.notify(text, severity=severity, timeout=8)
-        if self.is_attached:
-            self._show_status()

@@ -2,13 +2,15 @@
 table's rows in the live view.
 
 The names and specs are read in one worker; the row counts in another, table after
-table, each counted in short steps (:mod:`kvctl.tui.counter`) and cached in the
+table (:mod:`kvctl.tui.counter`: one call each, a row counter or the server's count;
+on a server once the list has been shown for :data:`SERVER_PAUSE`) and cached in the
 session, so coming back to the list or opening a table shows them at once. ``r``
 reads everything again.
 """
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 from textual import events, on, work
@@ -28,6 +30,9 @@ from kvctl.tui.widgets.footer import KeysFooter
 from kvctl.tui.widgets.grids import TablesGrid
 
 COLUMNS = (("name", "name"), ("rows", "rows"), ("feed", "change feed"), ("ttl", "ttl"))
+SERVER_PAUSE = 0.5
+"""Seconds the list is shown before a server store (PostgreSQL) counts its tables: a
+count there scans the table in the server, which a table opened at once would share."""
 
 
 def count_text(count: int | None, counting: int | None = None) -> str:
@@ -123,6 +128,10 @@ class TablesScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="count")
     def _count(self, names: list[str]) -> None:
         worker = get_current_worker()
+        if names and self.session.server:  # each count is a scan in the server: not while a table opens
+            waited = time.monotonic() + SERVER_PAUSE
+            while time.monotonic() < waited and not worker.is_cancelled:
+                time.sleep(SERVER_PAUSE / 10)
         for name in names:
             try:
                 spec = self.specs[name]
@@ -146,6 +155,7 @@ class TablesScreen(Screen[None]):
     def _counted(self, name: str, count: int | None, counting: int | None) -> None:
         if name in self.specs:
             self.grid.update_cell(name, "rows", count_text(count, counting), update_width=True)
+            self.grid.check_idle()  # the new width waits for the grid's idle, which update_cell does not prompt
 
     @on(DataTable.RowSelected, "#tables")
     def open_table(self, event: DataTable.RowSelected) -> None:

@@ -3,13 +3,18 @@
 Cells show values as typed on the command line (:func:`kvctl.render.word`: ``null``,
 ``b64:...`` bytes, ISO 8601 timestamps), cut to :data:`MAX_CELL` characters on one
 line, control characters as ``\\xNN`` (:func:`kvctl.render.visible`); the row detail
-shows them whole.
+shows them whole. A cell is a :class:`Cell`: one piece of text in one style, which
+draws in half the time of a Rich ``Text`` (paging draws every cell of the new page).
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -26,13 +31,39 @@ MARKS = {CHANGED: ("●", "bold yellow"), NEW: ("+", "bold green"), DELETED: ("�
 """The label of a row the live view marks: what happened to it (see :mod:`kvctl.tui.live`)."""
 
 
-def cell(value: Any) -> Text:
+class Cell:
+    """One line of text in one style (a Rich renderable; ``str()`` is the text)."""
+
+    __slots__ = ("style", "text", "width")
+
+    def __init__(self, text: str, style: str = "") -> None:
+        self.text = text
+        self.style = style
+        self.width = cell_len(text)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """The text as one segment (the grid cuts it to the column's width)."""
+        yield Segment(self.text, console.get_style(self.style) if self.style else None)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        """As wide as the text."""
+        return Measurement(self.width, self.width)
+
+    def struck(self) -> Cell:
+        """The cell struck through and dim (a deleted row)."""
+        return Cell(self.text, f"{self.style} strike dim".strip())
+
+
+def cell(value: Any) -> Cell:
     """A value as a one-line cell: nulls dim, line breaks as ``↵``, other control
     characters as ``\\xNN``, long values cut with ``…``."""
     text = visible(word(value).replace("\r\n", "↵").replace("\n", "↵"))
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 1] + "…"
-    return Text(text, style="dim" if value is None else "", no_wrap=True)
+    return Cell(text, "dim" if value is None else "")
 
 
 def header(name: str, is_key: bool) -> Text:
@@ -63,18 +94,21 @@ class TablesGrid(KeyedGrid):
 
 
 class RowsGrid(KeyedGrid):
-    """One page of a table's rows. Moving past the first or last row, and page
-    up/down, ask the rows screen for the neighbouring page (:class:`PageRequested`)."""
+    """One page of a table's rows. Moving past the first or last row, page up/down,
+    home and end ask the rows screen for another page (:class:`PageRequested`)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select_cursor", "Open", key_display="⏎", tooltip="Row detail: every column in full"),
         Binding("pagedown", "page_down", "Page", key_display="PgDn", show=False, tooltip="Next page"),
         Binding("pageup", "page_up", "Page", key_display="PgUp", show=False, tooltip="Previous page"),
+        Binding("home", "first_page", "First", key_display="Home", show=False, tooltip="First page"),
+        Binding("end", "last_page", "Last", key_display="End", show=False, tooltip="Last page"),
     ]
 
     class PageRequested(Message):
-        """The user moved past this page: ``direction`` is ``next`` or ``previous``;
-        ``cursor`` where the cursor goes on the new page (``top``, ``bottom`` or ``same``)."""
+        """The user moved past this page: ``direction`` is ``next``, ``previous``,
+        ``first`` or ``last``; ``cursor`` where the cursor goes on the new page
+        (``top``, ``bottom`` or ``same``)."""
 
         def __init__(self, direction: str, cursor: str) -> None:
             super().__init__()
@@ -111,6 +145,14 @@ class RowsGrid(KeyedGrid):
         """The previous page (the cursor keeps its line)."""
         self.post_message(self.PageRequested("previous", "same"))
 
+    def action_first_page(self) -> None:
+        """The first page, the cursor on its first row."""
+        self.post_message(self.PageRequested("first", "top"))
+
+    def action_last_page(self) -> None:
+        """The last page, the cursor on its last row."""
+        self.post_message(self.PageRequested("last", "bottom"))
+
     def show_rows(
         self,
         columns: tuple[str, ...],
@@ -136,8 +178,7 @@ class RowsGrid(KeyedGrid):
             for row, mark in zip(rows, marks):
                 cells = [cell(row.get(c)) for c in columns]
                 if mark == DELETED:
-                    for text in cells:
-                        text.stylize("strike dim")
+                    cells = [c.struck() for c in cells]
                 symbol, style = MARKS.get(mark or "", (" ", ""))
                 self.add_row(*cells, label=Text(symbol, style=style))
         if rows:
