@@ -407,7 +407,7 @@ def _pg_range_writes(twins: PgTwins, n_rows: int) -> list[Figure]:
 
     return [
         Figure("postgres update_range 50%", best_fresh(fresh_kv, kv_update), best_fresh(fresh_raw, raw_update), 0.3),
-        Figure("postgres delete_range 50%", best_fresh(fresh_kv, kv_delete), best_fresh(fresh_raw, raw_delete), 0.3),
+        Figure("postgres delete_range 50%", best_fresh(fresh_kv, kv_delete), best_fresh(fresh_raw, raw_delete), 0.5),
     ]
 
 
@@ -423,7 +423,7 @@ def _pg_loads(twins: PgTwins, n_load: int) -> list[Figure]:
     )
     return [
         Figure("postgres fed load / plain (cost)", fed, plain, 1.5, cost=True),
-        Figure("postgres load vs COPY", plain, copy, 0.6),
+        Figure("postgres load vs COPY", plain, copy, 0.8),
     ]
 
 
@@ -472,8 +472,8 @@ def run_rocksdb(root: Path, n_rows: int, n_ops: int, n_load: int) -> list[Figure
                 return len(ids)
 
             upsert = paired_best(rate_of(lambda: upsert_each(table, upserts)), rate_of(raw_get_put))
-            figures.append(Figure("rocksdb upsert", *upsert, 0.4))
-            figures.append(Figure("rocksdb increment", *paired_best(rate_of(kv_increments), rate_of(raw_get_put)), 0.4))
+            figures.append(Figure("rocksdb upsert", *upsert, 0.5))
+            figures.append(Figure("rocksdb increment", *paired_best(rate_of(kv_increments), rate_of(raw_get_put)), 0.5))
             figures.append(Figure("rocksdb point read", *paired_best(rate_of(kv_reads), rate_of(raw_gets)), 0.3))
         finally:
             raw.close()
@@ -513,7 +513,7 @@ def _rocksdb_load_and_scan(root: Path, n_load: int) -> list[Figure]:
             )
         finally:
             raw.close()
-    return [Figure("rocksdb load", *load, 0.3), Figure("rocksdb full scan", *scan, 0.4)]
+    return [Figure("rocksdb load", *load, 0.5), Figure("rocksdb full scan", *scan, 0.4)]
 
 
 # --- report -----------------------------------------------------------------------

@@ -258,3 +258,54 @@ def test_rocksdb_point_writes_wait_for_a_transaction_in_another_thread(tmp_path:
         with pytest.raises(spi.InvalidFieldError, match="must be an integer"):
             t.increment(("a",), "n", 1.5)
         assert t.read(("a",)).version == 6  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("columns", [3, 20])  # a fixarray and an array 16 head
+@pytest.mark.parametrize("version", [1, 127, 128, 255, 256, 65_535, 65_536, 2**32 - 1, 2**32, 2**63])
+def test_stored_version_reads_the_head_of_any_row_width_and_version(columns: int, version: int) -> None:
+    from spi.kv.layout import Layout
+
+    fields = [spi.Field("k", "long"), *(spi.Field(f"c{i}", "string") for i in range(columns - 1))]
+    layout = Layout(spi.TableSpec("wide", fields, ["k"]), [f.name for f in fields], 7)
+    values = {f.name: (1 if f.name == "k" else "x") for f in fields}
+    assert layout.stored_version(layout.encode_row(values, version)) == version
+    assert layout.decode_row(layout.encode_row(values, version)).version == version
+    assert layout.stored_version(layout.encode_row(values, version, 123)) is None  # an expiring row: decoded
+
+
+def test_point_writes_of_full_and_partial_rows_and_increments_agree_with_the_memory_provider(tmp_path: Path) -> None:
+    """The idle fast paths (a full row read for its version only, an increment changed
+    in the stored row) give the answers the memory provider's general path gives."""
+    import datetime as dt
+
+    spec = spi.TableSpec(
+        "p",
+        [
+            spi.Field("k", "long"),
+            spi.Field("n", "long"),
+            spi.Field("f", "float"),
+            spi.Field("d", "double"),
+            spi.Field("at", "timestamp"),
+            spi.Field("s", "string"),
+        ],
+        ["k"],
+    )
+    when = dt.datetime(1969, 7, 20, 20, 17, 40, 123456, tzinfo=dt.UTC)
+    with spi.connect(f"rocksdb://{tmp_path / 'db'}") as rocks, spi.connect("memory://") as memory:
+        answers: list[list[Any]] = [[], []]
+        for p, out in zip((rocks, memory), answers, strict=True):
+            p.admin.create(spec)
+            t = p.table("p")
+            out.append(t.upsert({"k": 1, "n": 5, "f": 0.1, "d": 0.1, "at": when, "s": "a"}))
+            out.append(t.increment((1,), "n", 2**40))
+            out.append(t.increment((1,), "d", 0.2))
+            out.append(t.increment((2,), "n", -3))  # a new row
+            out.append(t.upsert({"k": 1, "s": "b"}))  # a partial row: merged
+            out.append(t.upsert({"k": 2, "n": None, "f": None, "d": None, "at": None, "s": None}))  # every column
+            out.append(t.increment((2,), "n", 1))  # a null counts as 0
+            out.append([(dict(r), r.version) for r in t.scan()])
+            out.append(t.count())
+        assert answers[0] == answers[1]
+        with pytest.raises(spi.InvalidFieldError):
+            rocks.table("p").increment((1,), "n", 2**63)  # out of range: nothing written
+        assert rocks.table("p").read((1,)) == memory.table("p").read((1,))

@@ -51,25 +51,35 @@ def _stored(session: StoreSession, layout: Layout, key: bytes) -> Stored | Stale
     return old if old.expires is None else STALE
 
 
-def _put(session: StoreSession, layout: Layout, key: bytes, values: dict[str, Any], old: Stored | None) -> int:
-    """Commit the whole row ``values`` under ``key`` over ``old`` (None: a new row, also
-    counted in the table's row counter); the row's new version."""
-    version = 1 if old is None else old.version + 1
-    writes = {key: layout.encode_row(values, version, None)}
-    if old is None and (counted := session.get(layout.count_key)) is not None:  # older tables have no counter
-        count_key, count = counters.adding(layout.count_key, counted, 1, session.blind_counters())
-        writes[count_key] = count
-    keys = sorted(writes)
-    session.commit([], keys, [writes[k] for k in keys])
+def _put(session: StoreSession, layout: Layout, key: bytes, values: dict[str, Any], before: int | None) -> int:
+    """Commit the whole row ``values`` under ``key`` over a row at version ``before``
+    (None: a new row, also counted in the table's row counter); the row's new version."""
+    version = 1 if before is None else before + 1
+    row = layout.encode_row(values, version, None)
+    if before is not None or (counted := session.get(layout.count_key)) is None:  # older tables have no counter
+        session.commit([], [key], [row])
+        return version
+    count_key, count = counters.adding(layout.count_key, counted, 1, session.blind_counters())
+    writes = sorted([(key, row), (count_key, count)])
+    session.commit([], [k for k, _ in writes], [v for _, v in writes])
     return version
 
 
 def _merge(session: StoreSession, layout: Layout, key: bytes, values: dict[str, Any]) -> int | Stale:
-    """Upsert ``values`` as the row under ``key``: the new version (STALE: see :func:`_stored`)."""
+    """Upsert ``values`` as the row under ``key``: the new version (STALE: see :func:`_stored`).
+    A row of every column replaces the stored one, whose version is all it reads."""
+    if len(values) == len(layout.spec.fields):
+        raw = session.get(key)
+        before = None if raw is None else layout.stored_version(raw)
+        if raw is not None and before is None:
+            return STALE
+        return _put(session, layout, key, values, before)
     old = _stored(session, layout, key)
     if old is STALE:
         return STALE
-    return _put(session, layout, key, full_row(layout.spec, values) if old is None else {**old.values, **values}, old)
+    if old is None:
+        return _put(session, layout, key, full_row(layout.spec, values), None)
+    return _put(session, layout, key, {**old.values, **values}, old.version)
 
 
 class _Provider(Protocol):
@@ -192,13 +202,18 @@ class KvAutoCommitTable(AutoCommitTable):
             encoded = layout.row_prefix + layout.encode_key(k)
 
             def add(session: StoreSession) -> int | float | Stale:
-                old = _stored(session, layout, encoded)
-                if old is STALE:
-                    return STALE
-                # A stored row's values are freshly decoded: ours to change.
-                values = full_row(spec, dict(zip(spec.primary_key, k))) if old is None else old.values
-                values[column] = new = validate_value(ftype, (values[column] or 0) + checked, column)
-                _put(session, layout, encoded, values, old)
+                raw = session.get(encoded)
+                if raw is not None:
+                    changed = layout.changed_in_place(
+                        raw, column, lambda v: validate_value(ftype, (v or 0) + checked, column)
+                    )
+                    if changed is None:
+                        return STALE
+                    session.commit([], [encoded], [changed[0]])
+                    return changed[1]  # type: ignore[no-any-return]
+                values = full_row(spec, dict(zip(spec.primary_key, k)))
+                values[column] = new = validate_value(ftype, checked, column)
+                _put(session, layout, encoded, values, None)
                 return new  # type: ignore[no-any-return]
 
             done = self._store.write_if_idle(known[0], add)

@@ -79,6 +79,10 @@ def catalog_key(name: str) -> bytes:
     return CATALOG + name.encode("utf-8")
 
 
+_UINT_SIZES = {0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8}
+"""msgpack's unsigned integer tags and the bytes of big-endian value that follow each."""
+
+
 class Layout:
     """How one table's rows are stored: column order and per-type value codecs.
 
@@ -173,6 +177,30 @@ class Layout:
             if values[c] is not None:
                 values[c] = from_micros(values[c])
         return values
+
+    @staticmethod
+    def stored_version(data: bytes) -> int | None:
+        """The version of the stored row ``data`` (:meth:`encode_row`'s form) read from
+        its first bytes, without decoding its values; None when the row expires (its
+        head is ``[version, expires]``). An upsert of every column needs nothing else."""
+        at = 1 if data[0] < 0xA0 else 3 if data[0] == 0xDC else 5  # fixarray, array 16, array 32
+        tag = data[at]
+        if tag < 0x80:  # positive fixint
+            return tag
+        size = _UINT_SIZES.get(tag)
+        return None if size is None else int.from_bytes(data[at + 1 : at + 1 + size])
+
+    def changed_in_place(self, data: bytes, column: str, change: Callable[[Any], Any]) -> tuple[bytes, Any] | None:
+        """The stored row ``data`` at its next version with ``column``'s stored value
+        ``v`` replaced by ``change(v)``, and that new value, re-encoded without building
+        the row (an increment of a number); None when the row expires."""
+        stored = unpack(data)
+        if stored[0].__class__ is not int:
+            return None
+        at = self.columns.index(column) + 1
+        stored[0] += 1
+        stored[at] = new = change(stored[at])
+        return self._pack(stored), new
 
     def decode_row(self, data: bytes) -> Stored:
         """Inverse of :meth:`encode_row`."""
