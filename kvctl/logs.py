@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 from kvctl.errors import CliError
 
@@ -26,3 +29,33 @@ def log_to_stderr(level: str) -> None:
         logger = logging.getLogger(name)
         logger.setLevel(number)
         logger.addHandler(handler)
+
+
+@contextlib.contextmanager
+def away_from_terminal(path: Path) -> Iterator[None]:
+    """While a full-screen program runs: the records :func:`log_to_stderr` sends to
+    stderr go to the file ``path`` instead (stderr is the screen it draws), and stderr
+    says where once it ends. Nothing changes when logging is off."""
+    moved = [
+        (logger, h)
+        for logger in map(logging.getLogger, PACKAGES)
+        for h in logger.handlers
+        if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is sys.stderr
+    ]
+    if not moved:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    to_file = logging.FileHandler(path, encoding="utf-8")
+    to_file.setFormatter(moved[0][1].formatter)
+    for logger, handler in moved:
+        logger.removeHandler(handler)
+        logger.addHandler(to_file)
+    try:
+        yield
+    finally:
+        for logger, handler in moved:
+            logger.removeHandler(to_file)
+            logger.addHandler(handler)
+        to_file.close()
+        print(f"the dashboard's log is in {path}", file=sys.stderr)

@@ -136,3 +136,46 @@ def test_kvctl_debug_and_kvctl_log_show_what_the_provider_did(tmp_path: Path) ->
     bad = _kvctl(["--url", url, "get", "plain", "k=k0"], {"KVCTL_LOG": "loud"})
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: KVCTL_LOG must be one of debug, info, warning, error, got 'loud'"
+
+
+def test_dashboard_failures_are_logged_with_their_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """A dashboard worker shows one line and logs the traceback: a user's or the
+    store's error at DEBUG, anything else (a bug) at ERROR."""
+    import logging
+
+    from kvctl.tui.session import error_text
+
+    def failing(exc: Exception) -> Exception:
+        try:
+            raise exc
+        except Exception as caught:
+            return caught
+
+    with caplog.at_level(logging.DEBUG, logger="kvctl"):
+        assert "no such" in error_text(failing(spi.TableNotFoundError("no such table 'x'")))
+        text = error_text(failing(ZeroDivisionError("division by zero")))
+    assert "ZeroDivisionError" in text
+    levels = [(r.levelno, r.exc_info is not None) for r in caplog.records if r.name == "kvctl.tui.session"]
+    assert levels == [(logging.DEBUG, True), (logging.ERROR, True)]
+
+
+def test_debug_logs_go_to_a_file_while_the_dashboard_draws(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With logging on, the dashboard's records go to a file, not over its screen."""
+    import logging
+
+    from kvctl.logs import PACKAGES, away_from_terminal, log_to_stderr
+
+    loggers = [logging.getLogger(name) for name in PACKAGES]
+    saved = [(list(lg.handlers), lg.level) for lg in loggers]
+    try:
+        log_to_stderr("debug")
+        with away_from_terminal(tmp_path / "state" / "dashboard.log"):
+            logging.getLogger("kvctl.tui.app").debug("drawn")
+        logging.getLogger("kvctl.tui.app").debug("after")
+    finally:
+        for lg, (handlers, level) in zip(loggers, saved, strict=True):
+            lg.handlers[:] = handlers
+            lg.setLevel(level)
+    err = capsys.readouterr().err
+    assert "drawn" in (tmp_path / "state" / "dashboard.log").read_text()
+    assert "drawn" not in err and "after" in err and "dashboard.log" in err

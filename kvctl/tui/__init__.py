@@ -13,9 +13,12 @@ def run_dashboard(settings: Settings, table: str | None = None, provider: spi.Pr
     """Open the dashboard on the resolved provider (blocks until it quits); ``table``
     opens straight on that table's rows; ``provider`` is the provider already connected
     (else the dashboard connects when it starts)."""
+    from kvctl.logs import away_from_terminal
     from kvctl.tui.app import DashboardApp
     from kvctl.tui.history import FilterHistory
     from kvctl.tui.session import Session, history_file
 
     session = Session.from_settings(settings, provider=provider)
-    DashboardApp(session, table=table, history=FilterHistory(history_file())).run()
+    history = history_file()
+    with away_from_terminal(history.with_name("dashboard.log")):
+        DashboardApp(session, table=table, history=FilterHistory(history)).run()

@@ -5,6 +5,7 @@ and is called from a thread worker.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -14,12 +15,18 @@ from typing import Any
 
 import spi
 from kvctl import config
-from kvctl.errors import message_for
+from kvctl.errors import CliError, message_for
+
+log = logging.getLogger(__name__)
 
 
 def error_text(exc: BaseException) -> str:
-    """A failure as one line for a notification; an unreachable store says so and how to retry."""
+    """A failure as one line for a notification; an unreachable store says so and how to
+    retry. Logged with its traceback: at DEBUG for what a user or the store caused, at
+    ERROR for anything else (a bug: the line shown names its type)."""
     text = message_for(exc)
+    expected = isinstance(exc, (spi.KvError, CliError, ValueError))
+    log.log(logging.DEBUG if expected else logging.ERROR, "dashboard: %s", text, exc_info=exc)
     if isinstance(exc, spi.ProviderUnavailableError):
         return f"store unavailable: {text} (press r to retry)"
     return text

@@ -15,9 +15,9 @@ from textual.widgets import Button, Input, Label, OptionList, RadioButton, Radio
 from textual.widgets.option_list import Option
 
 import spi
-from kvctl.errors import message_for
 from kvctl.tui.browser import Order
 from kvctl.tui.export import FORMATS, format_for
+from kvctl.tui.session import error_text
 from kvctl.tui.widgets.dialog import Dialog, ErrorLine
 
 T = TypeVar("T")
@@ -80,7 +80,7 @@ class PromptScreen(ModalScreen[T | None], Generic[T]):
         try:
             result = self._check(event.value)
         except Exception as exc:
-            self.query_one("#prompt-error", ErrorLine).show(message_for(exc))
+            self.query_one("#prompt-error", ErrorLine).show(error_text(exc))
             return
         self.dismiss(result)
 
