@@ -24,10 +24,10 @@ import spi
 from kvctl.common import parse_columns
 from kvctl.durations import parse_duration
 from kvctl.errors import CliError
-from kvctl.keys import parse_key
 from kvctl.output import OutputFormat
 from kvctl.render import json_row, json_safe
 from kvctl.state import get_state
+from kvctl.words import parse_key
 from spi.capabilities import Capability
 from spi.changes import OPS, PUT
 from spi.textvalues import to_json_value

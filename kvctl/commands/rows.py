@@ -12,9 +12,9 @@ from kvctl.common import json_object, open_table, parse_columns, parse_where, tt
 from kvctl.completion import complete_column_word
 from kvctl.errors import CliError, NotDone
 from kvctl.groups import Command
-from kvctl.keys import build_range, parse_assignments, parse_key
 from kvctl.output import RowPrinter, print_value
 from kvctl.state import get_state
+from kvctl.words import build_range, parse_assignments, parse_key
 from spi.textvalues import key_words, parse_word
 from spi.validate import validate_row
 

@@ -14,10 +14,10 @@ from kvctl.common import open_table, parse_columns, parse_where
 from kvctl.completion import complete_column
 from kvctl.errors import CliError
 from kvctl.groups import Command
-from kvctl.keys import build_range, prefix_as_like
 from kvctl.output import RowPrinter, print_value
 from kvctl.rowtext import with_versions
 from kvctl.state import get_state
+from kvctl.words import build_range, prefix_as_like
 from spi.planner import needs_sort
 from spi.sorting import explain_sorted, sorted_scan
 from spi.types import FieldType

@@ -22,9 +22,9 @@ from kvctl.common import open_table, parse_where
 from kvctl.completion import complete_column
 from kvctl.errors import CliError
 from kvctl.groups import Command
-from kvctl.keys import build_range
 from kvctl.output import OutputFormat, RowPrinter
 from kvctl.state import get_state
+from kvctl.words import build_range
 from spi.aggregate import Group
 from spi.textvalues import to_json_value
 from spi.types import FieldType

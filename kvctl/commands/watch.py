@@ -17,9 +17,9 @@ from kvctl.durations import parse_duration, parse_ttl
 from kvctl.errors import CliError
 from kvctl.feeds import check_feeds, event_json, fed_spec, line_output, parse_ops, stream
 from kvctl.groups import Command
-from kvctl.keys import parse_key, parse_words
 from kvctl.output import print_value
 from kvctl.state import get_state
+from kvctl.words import parse_key, parse_words
 
 Since = Annotated[
     int | None, typer.Option("--since", help="Start after this revision (replays the recorded events after it).")

@@ -18,7 +18,7 @@ from typing import Any
 
 import spi
 from kvctl.errors import CliError
-from kvctl.keys import parse_words
+from kvctl.words import parse_words
 from spi import textvalues
 from spi.filters import evaluate
 
