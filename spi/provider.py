@@ -144,9 +144,11 @@ class ProviderBase(Provider, ABC):
 
         return self.retried(attempt, retries)
 
-    def retried(self, fn: Callable[[], T], retries: int = 10) -> T:
+    def retried(self, fn: Callable[[], T], retries: int = 10, *, backoff: bool = True) -> T:
         """``fn()``, called again on :class:`ConflictError` as :meth:`run` retries
-        (counted and logged); for a call that opens its own transactions."""
+        (counted and logged); for a call that opens its own transactions. The one
+        retry loop of every provider: ``backoff=False`` retries at once, for a caller
+        whose retries queue on a lock instead (PostgreSQL's :meth:`run`)."""
         attempt = 0
         while True:
             try:
@@ -154,12 +156,15 @@ class ProviderBase(Provider, ABC):
             except ConflictError as exc:
                 if attempt >= retries:
                     raise
-                import random  # only a retry needs it (1 ms of start-up otherwise)
-
-                pause = random.uniform(0, min(0.2, 0.002 * 2**attempt))
                 self.counters.add("conflict_retries")
-                log.debug("conflict (%s): retry %d of %d after %.1f ms", exc, attempt + 1, retries, pause * 1000)
-                time.sleep(pause)
+                if backoff:
+                    import random  # only a retry needs it (1 ms of start-up otherwise)
+
+                    pause = random.uniform(0, min(0.2, 0.002 * 2**attempt))
+                    log.debug("conflict (%s): retry %d of %d after %.1f ms", exc, attempt + 1, retries, pause * 1000)
+                    time.sleep(pause)
+                else:
+                    log.debug("conflict (%s): retry %d of %d", exc, attempt + 1, retries)
                 attempt += 1
 
     def table(self, name: str) -> AutoCommitTable:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
@@ -15,7 +16,6 @@ from providers.postgres.url import PgSettings, parse_url
 from spi.capabilities import SHARED_DURABLE, Capability
 from spi.changes import Change, Progress, check_watch, watching
 from spi.clock import SYSTEM_CLOCK, Clock
-from spi.errors import ConflictError
 from spi.keys import KeyLike
 from spi.nesting import ThreadTransactions
 from spi.provider import ProviderBase, TransactionBase
@@ -96,19 +96,15 @@ class PostgresProvider(ProviderBase):
 
         The first attempt is optimistic. Retries queue on a per-schema advisory lock
         taken before the transaction starts, so under contention they run one after
-        the other on fresh snapshots instead of colliding again and backing off.
+        the other on fresh snapshots instead of colliding again: no backoff.
         """
-        attempt = 0
-        while True:
-            try:
-                with self.transaction(exclusive=attempt > 0) as tx:
-                    return fn(tx)
-            except ConflictError as exc:
-                if attempt >= retries:
-                    raise
-                self.counters.add("conflict_retries")
-                log.debug("conflict (%s): retry %d of %d, queued on the schema's retry lock", exc, attempt + 1, retries)
-                attempt += 1
+        attempts = itertools.count()
+
+        def attempt() -> T:
+            with self.transaction(exclusive=next(attempts) > 0) as tx:
+                return fn(tx)
+
+        return self.retried(attempt, retries, backoff=False)
 
     def table(self, name: str) -> PgAutoCommitTable:
         """An auto-commit handle (point reads take a single round trip)."""
