@@ -39,6 +39,9 @@ STREAM_ABOVE = 10_000
 """Scans that may return more rows than this stream through a server-side cursor."""
 FETCH_ROWS = 2000
 """Rows fetched per round trip from a server-side cursor."""
+LIST_AT_ONCE = 50_000
+"""A page built into one list (held whole anyway) is fetched in one round trip up to
+this many rows: a server-side cursor would add a round trip per :data:`FETCH_ROWS`."""
 STATS_APART = 0.05
 """The planner's statistics serve :meth:`PgTable.split` while at most this fraction of
 the rows changed since the last ANALYZE (autovacuum analyzes after 10%), and at most
@@ -216,7 +219,7 @@ class PgTable(NativeWrites):
 
     def _scan_list(self, request: ScanRequest) -> list[Row]:
         """A page's rows in one list, built a fetched chunk at a time (no step per row)."""
-        if request.limit is not None and request.limit <= STREAM_ABOVE:
+        if request.limit is not None and request.limit <= LIST_AT_ONCE:
             return self._fetch_all(self._select(request), self._sql.rows_many)
         cursor = self._tx.query(self._select(request), stream=True)
         rows: list[Row] = []
