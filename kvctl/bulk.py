@@ -34,6 +34,7 @@ import spi
 from kvctl import headers
 from kvctl.errors import UNAVAILABLE, CliError, NotDone, no_room
 from kvctl.inputs import InputError, TextOptions, choose_format, coerce, open_input, read_header, read_records
+from spi.load import ValidatedRows
 from spi.types import describe
 
 
@@ -203,8 +204,6 @@ class ArrowSpool:
         """Every row from the start, as a dict of its columns; rows of every column of
         the spec come as :class:`spi.load.ValidatedRows` (the load need not check them
         again)."""
-        from spi.load import ValidatedRows
-
         columns = self._spec.columns
         if set(self._schema.names) == set(columns):
             return ValidatedRows(self._spec, itertools.chain.from_iterable(map(_tuples, self._batches(columns))))
@@ -290,7 +289,7 @@ def _partitions(batch: Any, parts: int) -> Iterator[Any]:
 
 def _tuples(batch: Any) -> Iterator[tuple[Any, ...]]:
     """The rows of a typed record batch as tuples of spi values."""
-    from kvctl.columnar import batch_columns
+    from kvctl.columnar import batch_columns  # lazy: pyarrow is heavy
 
     return zip(*batch_columns(batch))
 
@@ -321,12 +320,10 @@ def check(spec: spi.TableSpec, path: str, fmt: str | None, text: TextOptions | N
 
 def _columnar(spec: spi.TableSpec, source: Input, kind: str) -> ArrowSpool | None:
     """The input typed column by column, or None when the reference reader must decide
-    (no pyarrow, a file pyarrow cannot parse, JSON records that set different columns);
-    a bad value raises its exact error."""
-    try:
-        from kvctl import columnar
-    except ImportError:  # pyarrow is an optional dependency
-        return None
+    (a file pyarrow cannot parse, JSON records that set different columns); a bad value
+    raises its exact error."""
+    from kvctl import columnar  # lazy: pyarrow is heavy
+
     try:
         if kind in ("csv", "tsv"):
             columnar.well_formed(source.path, kind, source.text.separator(kind))

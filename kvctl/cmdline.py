@@ -26,7 +26,7 @@ def mask_argument(arg: str) -> str:
     replaced by ``***``; any other argument unchanged."""
     if "@" not in arg or "://" not in arg:  # no URL with a user: nothing to import or match
         return arg
-    from spi.registry import mask_password
+    from spi.registry import mask_password  # lazy: only a URL with a user needs it
 
     head, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
     return head + eq + mask_password(value)

@@ -30,7 +30,7 @@ def ttl_seconds(ctx: typer.Context, text: str | None) -> int | float | None:
     duration is not positive or the provider cannot expire rows."""
     if text is None:
         return None
-    from kvctl.durations import parse_ttl
+    from kvctl.durations import parse_ttl  # lazy: only --ttl needs it, not get or scan
 
     seconds = parse_ttl(text)
     check_expiry(ctx)

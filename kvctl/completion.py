@@ -12,14 +12,13 @@ from typing import Any
 
 import typer
 
+import spi
+from kvctl import config
+
 
 def _with_provider(ctx: typer.Context, use: Callable[[Any], list[str]]) -> list[str]:
-    from kvctl import config
-
     params = ctx.find_root().params
     try:
-        import spi
-
         settings = config.resolve(url=params.get("url"), profile=params.get("profile"), config=params.get("config"))
         with spi.connect(settings.url, create=False) as provider:
             return use(provider)

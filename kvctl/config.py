@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from kvctl.errors import CliError
+from spi.registry import mask_password
 from spi.suggest import did_you_mean
 
 ENV_URL = "KVCTL_URL"
@@ -52,8 +53,6 @@ class Settings:
     @property
     def masked_url(self) -> str:
         """The URL with any password shown as ``***``."""
-        from spi import mask_password
-
         return mask_password(self.url)
 
 

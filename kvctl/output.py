@@ -77,14 +77,14 @@ class RowPrinter:
         self._csv: Callable[[Mapping[str, Any]], str] | None = None
         self._csv_chunk: RowLines | None = None
         if fmt in (OutputFormat.csv, OutputFormat.tsv):
-            from kvctl.rowtext import csv_line, csv_lines  # rows' modules: not for --version or --help
+            from kvctl.rowtext import csv_line, csv_lines  # lazy: rows' modules (msgspec), not for --help
 
             delimiter = "," if fmt is OutputFormat.csv else "\t"
             self._csv = csv_line(self.columns, types, delimiter)
             self._csv_chunk = csv_lines(self.columns, types, delimiter)
             self._lines.append(csv_line(self.columns, None, delimiter)(dict(zip(self.columns, self.columns))))
         elif fmt in (OutputFormat.json, OutputFormat.ndjson):
-            from kvctl.rowtext import json_line
+            from kvctl.rowtext import json_line  # lazy: as above
 
             self._json = json_line(types)
 
@@ -175,6 +175,6 @@ def print_document(fmt: OutputFormat, obj: Any) -> None:
 def _grid(columns: list[str], out: TextIO) -> Grid:
     """A text grid (imported when first drawn: it measures text with rich, which
     machine-readable output never needs, and ``kvctl get`` starts faster without)."""
-    from kvctl.grid import Grid
+    from kvctl.grid import Grid  # lazy: rich, only for a terminal's table
 
     return Grid(columns, out)

@@ -5,17 +5,13 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import typer
 
+import spi
 from kvctl import config
 from kvctl.output import OutputFormat
 from spi.errors import KvError
-
-if TYPE_CHECKING:
-    import spi
-
 
 MEMORY_WARNING = (
     "warning: memory:// keeps nothing: what this command writes is gone when it ends (rocksdb:PATH keeps it)"
@@ -56,8 +52,6 @@ class State:
         (``memory_warning=False``: a session that lives on, the dashboard).
         """
         if self._provider is None:
-            import spi
-
             settings = self.settings()
             if memory_warning and settings.url.partition(":")[0] == "memory":
                 print(MEMORY_WARNING, file=sys.stderr)

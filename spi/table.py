@@ -129,7 +129,7 @@ class TableBase(Aggregates, Checksums, ABC):
         """What ``_scan_batches`` yields, as Arrow record batches typed by the spec (never
         an empty batch, each of at most ``batch_size`` rows); providers may produce Arrow
         without making Python objects per value."""
-        from spi.arrow import arrow_schema, columns_to_batch
+        from spi.arrow import arrow_schema, columns_to_batch  # lazy: only Arrow scans need it, not get/put/scan
 
         schema = arrow_schema(self.spec, columns)
         for batch in self._scan_batches(request, columns, batch_size):

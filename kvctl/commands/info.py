@@ -11,13 +11,13 @@ from kvctl.completion import complete_table
 from kvctl.groups import Command, sub_app
 from kvctl.output import print_rows
 from kvctl.state import get_state
+from spi.registry import installed_providers, load_provider_class, mask_password
 
 config_app = sub_app("Show the resolved configuration.")
 
 
 def providers(ctx: typer.Context, output: options.Output = None) -> None:
     """List installed providers: URL scheme, class and capabilities."""
-    from spi.registry import installed_providers, load_provider_class
 
     def describe(info: Any) -> dict[str, Any]:
         try:
@@ -35,8 +35,6 @@ def config_show(ctx: typer.Context, output: options.Output = None) -> None:
     """Print the provider URL, the profile and the config file with where each came from,
     then every profile of the file. Passwords show as ***; an unset password_env
     variable shows as missing."""
-    from spi import mask_password
-
     state = get_state(ctx)
     settings = config.resolve(url=state.url, profile=state.profile, config=state.config_file, need_password=False)
     path = settings.config_file
@@ -68,7 +66,7 @@ def dashboard(
     ] = None,
 ) -> None:
     """Open the Textual dashboard on the resolved provider: browse, filter, edit, manage tables."""
-    from kvctl.tui import run_dashboard  # textual is imported only here
+    from kvctl.tui import run_dashboard  # lazy: the dashboard's modules, not for providers or config
 
     state = get_state(ctx)
     # Opened and first used here, not in the dashboard, so that a store that does not

@@ -22,6 +22,7 @@ def migrate(
     output: options.Output = None,
 ) -> None:
     """Apply pending migrations in version order (each once; recorded in kvctl_migrations)."""
+    # lazy: migrations imports hashlib (OpenSSL: a few ms), not for kvctl --help
     from migrations import MigrationFileError, MigrationStateError, load_directory
     from migrations import migrate as apply_migrations
     from migrations import status as migration_status

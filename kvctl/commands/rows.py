@@ -57,7 +57,7 @@ def put(
     if file is not None:
         if if_absent or replace or if_version is not None:
             raise CliError("--if-absent, --if-version and --replace apply to a single row, not to --file")
-        from kvctl.inputs import TextOptions  # the file readers: only put --file needs them
+        from kvctl.inputs import TextOptions  # lazy: the file readers, only put --file needs them
 
         return _put_file(ctx, table, file, format, mode, batch_size, ttl, TextOptions.of(null, delimiter, encoding))
     if format is not None or mode != "upsert" or batch_size != 10_000 or (null, delimiter, encoding) != (None,) * 3:
@@ -89,8 +89,8 @@ def _put_file(
     ttl: str | None,
     text: TextOptions,
 ) -> None:
-    from kvctl import bulk  # the file readers and the spool: only put --file needs them
-    from kvctl.partway import Tally, reporting, rerun
+    from kvctl import bulk  # lazy: the file readers and the spool, only put --file needs them
+    from kvctl.partway import Tally, reporting, rerun  # lazy: as bulk
 
     if mode not in ("upsert", "insert", "replace"):
         raise CliError(f"--mode must be upsert, insert or replace, not {mode!r}")
@@ -155,7 +155,7 @@ def get(
     if timeout is not None and not watch:
         raise CliError("--timeout applies to get --watch")
     if watch:
-        from kvctl.feeds import watch_row
+        from kvctl.feeds import watch_row  # lazy: the change feed's modules (~7 ms), only get --watch needs them
 
         return watch_row(ctx, table, key, columns, versions, timeout)
     handle, spec = open_table(ctx, table, create=False)

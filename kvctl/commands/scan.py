@@ -129,7 +129,7 @@ def count(
     rng = build_range(spec, prefix=prefix, ge=ge, gt=gt, le=le, lt=lt)
     expr = parse_where(spec, where)
     if group_by is not None:
-        from kvctl.commands.stats import column_list, count_groups  # only count --group-by loads it
+        from kvctl.commands.stats import column_list, count_groups  # lazy: only count --group-by loads it
 
         count_groups(ctx, handle, spec, rng, expr, column_list([group_by]), output)
         return

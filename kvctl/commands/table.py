@@ -86,8 +86,8 @@ def _inferred(
     encoding: str | None,
 ) -> spi.TableSpec:
     """``table create --from``: the inferred spec, printed on stdout."""
-    from kvctl.infer import infer_spec
-    from kvctl.inputs import TextOptions
+    from kvctl.infer import infer_spec  # lazy: the file readers, only table create --from needs them
+    from kvctl.inputs import TextOptions  # lazy: as infer
 
     if field:
         raise CliError("--from infers the fields: give no --field")

@@ -22,6 +22,7 @@ from kvctl.feeds import fed_spec
 from kvctl.groups import Command
 from kvctl.output import print_value
 from kvctl.partway import Tally, reporting, rerun
+from kvctl.spark.errors import SparkJobError
 from kvctl.spark.folders import FORMATS, input_format, local_path, spec_for_import
 from kvctl.spark.urls import check_url
 from kvctl.state import get_state
@@ -63,8 +64,6 @@ def _run(fn: Callable[[Callable[[Any], None] | None], Any], tally: Tally | None 
     """Run a transfer with progress; Spark failures become one error line. With
     ``tally``, an import's: the rows its finished Spark tasks wrote (at least that many
     were) of those its check counted."""
-    from kvctl.spark.errors import SparkJobError
-
     update, finish = _progress()
 
     def progress(p: Any) -> None:
@@ -80,7 +79,7 @@ def _run(fn: Callable[[Callable[[Any], None] | None], Any], tally: Tally | None 
     try:
         return fn(progress if tally is not None else update)
     except SparkJobError as exc:
-        from kvctl.spark.session import interrupted
+        from kvctl.spark.session import interrupted  # lazy: pyspark is heavy and optional
 
         if interrupted():  # the interrupt, not the job, is what happened
             raise KeyboardInterrupt from None
@@ -106,8 +105,7 @@ def _require_spark(command: str) -> None:
 
 
 def _session(ctx: typer.Context, master: str | None) -> Any:
-    from kvctl.spark.errors import SparkJobError
-    from kvctl.spark.session import spark_session
+    from kvctl.spark.session import spark_session  # lazy: pyspark is heavy and optional
 
     try:
         return spark_session(master, quiet=not get_state(ctx).debug)
@@ -169,7 +167,7 @@ def export(
     if mode == "error" and local is not None and os.path.exists(local):
         raise NotDone(f"{out} already exists; nothing was written (use --mode overwrite to replace it)")
     state.close()  # Spark's workers open their own connections
-    from kvctl.spark.transfer import export_table
+    from kvctl.spark.transfer import export_table  # lazy: pyspark is heavy and optional
 
     spark = _session(ctx, master)
     result = _run(
@@ -254,7 +252,7 @@ def import_(
         raise CliError(f"{path} does not exist; nothing was imported")
     spec = spec_for_import(path, table, key) if create else None  # a kvctl export's folder: its spec
     state.close()
-    from kvctl.spark.transfer import import_table
+    from kvctl.spark.transfer import import_table  # lazy: pyspark is heavy and optional
 
     spark = _session(ctx, master)
     tally = Tally()
@@ -275,7 +273,7 @@ def import_(
             tally if mode == "append" else None,  # overwrite: nothing stays unless every task is done
         )
     if result.replaced:
-        from kvctl.bulk import report_repeats
+        from kvctl.bulk import report_repeats  # lazy: the file readers (~7 ms), only for repeated keys
 
         report_repeats(result.rows + result.replaced, result.rows)
     print(f"imported {_count(result.rows, 'row')} from {path} into {table!r} ({fmt})", file=sys.stderr)

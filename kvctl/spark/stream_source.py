@@ -56,7 +56,7 @@ def change_arrow_schema(spec: spi.TableSpec) -> pa.Schema:
 def require_feed(spec: spi.TableSpec) -> spi.TableSpec:
     """``spec`` if its table records a change feed, else the CLI's error with the hint."""
     if not spec.changes:
-        from kvctl.feeds import no_feed
+        from kvctl.feeds import no_feed  # lazy: the CLI's modules (Typer), kept out of Spark's workers
 
         raise spi.SchemaError(no_feed(spec.name))
     return spec

@@ -19,6 +19,7 @@ from typing import Any
 import spi
 from kvctl.errors import CliError
 from kvctl.output import OutputFormat, RowPrinter
+from spi.arrow import arrow_schema, columns_to_batch
 from spi.scanning import transpose
 
 FORMATS = ("csv", "ndjson", "parquet")
@@ -80,7 +81,6 @@ def _parquet(spec: spi.TableSpec, rows: Iterable[spi.Row], path: str, progress: 
         import pyarrow.parquet as pq
     except ImportError:
         raise CliError("Parquet export needs pyarrow: pip install 'kvctl[spark]'") from None
-    from spi.arrow import arrow_schema, columns_to_batch
 
     schema = arrow_schema(spec)
     written = 0

@@ -21,6 +21,7 @@ from providers.postgres.session import PgSession
 from providers.postgres.table_sql import TableSql
 from providers.postgres.table_writes import NativeWrites
 from spi.aggregate import Group
+from spi.arrow import arrow_schema
 from spi.checksum import Checksum, Segment
 from spi.clock import now_micros
 from spi.codec import from_micros
@@ -276,8 +277,6 @@ class PgTable(NativeWrites):
         """The SELECT of :meth:`scan_arrow` with every value rendered as a literal by
         psycopg's client-side quoting (for a connection that takes no parameters),
         and the Arrow schema of its rows."""
-        from spi.arrow import arrow_schema
-
         proj = check_projection(self.spec, columns)
         names = self.spec.columns if proj is None else proj
         request = self._request(range, where, None, False, None, None)

@@ -10,6 +10,7 @@ from spi import Range, col
 from spi.errors import InvalidFieldError
 from spi.testing.conformance.base import keys, sorted_keys
 from spi.testing.fixtures import order_rows
+from spi.types import sort_key
 
 
 class IndexTests:
@@ -17,7 +18,6 @@ class IndexTests:
 
     def test_order_by_index_and_key(self, provider: Any, orders: Any) -> None:
         rows = order_rows()
-        from spi.types import sort_key
 
         def ordered(column: str) -> list[tuple[Any, ...]]:
             return keys(

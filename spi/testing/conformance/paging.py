@@ -10,6 +10,7 @@ import pytest
 
 import spi
 from spi import Range, col
+from spi.arrow import arrow_schema
 from spi.errors import InvalidFieldError
 from spi.testing.conformance.base import keys
 from spi.testing.fixtures import ALL_TYPES, ORDERS, UTC
@@ -120,8 +121,6 @@ class PagingTests:
 
     def test_scan_arrow_matches_scan(self, provider: Any, orders: Any) -> None:
         pa = need_module("pyarrow")
-        from spi.arrow import arrow_schema
-
         provider.admin.create(ALL_TYPES)
         t = provider.table("alltypes")
         assert list(t.scan_arrow()) == []
