@@ -101,3 +101,23 @@ def test_a_failure_part_way_leaves_the_table_as_it_was(tmp_path: Path, spills: l
         assert p.table("t").count(where=spi.col("status") == "paid") == 2500
     assert len(spills) >= 2
     assert not [f for f in (tmp_path / "db").iterdir() if f.name.startswith("kvctl-ingest-")]
+
+
+def test_merged_blocks_keep_the_last_streams_write_of_a_key() -> None:
+    """:func:`spill.merge_blocks` against a dict: random streams of random blocks, keys
+    shared between streams, long stretches of one stream, empty blocks."""
+    import random
+    from itertools import pairwise
+
+    rng = random.Random(7)
+    for _ in range(200):
+        streams, expected = [], {}
+        for s in range(rng.randint(0, 5)):
+            keys = sorted({bytes([rng.randint(0, 40), rng.randint(0, 3)]) for _ in range(rng.randint(0, 60))})
+            values = [None if rng.random() < 0.2 else b"%d" % s for _ in keys]
+            expected.update(zip(keys, values))
+            cuts = sorted(rng.sample(range(len(keys) + 1), min(3, len(keys) + 1)))
+            bounds = [0, *cuts, len(keys)]
+            streams.append([(keys[a:b], values[a:b]) for a, b in pairwise(bounds)])
+        merged = [(k, v) for keys, values in spill.merge_blocks(*streams) for k, v in zip(keys, values)]
+        assert merged == sorted(expected.items())

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterator
-from itertools import chain, count, islice, repeat
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain, count, islice
 from typing import Any, TypeVar
 
 from providers.rocksdb.handle import driver_error, handle_for
@@ -14,7 +15,7 @@ from providers.rocksdb.url import RocksUrl, parse_url
 from spi.capabilities import SHARED_DURABLE
 from spi.errors import KvError, ProviderUnavailableError, UrlError
 from spi.kv import KvProvider, OrderedStore, StoreSession
-from spi.kv.spill import merge_writes
+from spi.kv.spill import Block, merge_blocks
 from spi.kv.store import FIRST_CHUNK, MAX_CHUNK, STALE, Stale, chunked
 
 _INGESTS = count()
@@ -163,38 +164,54 @@ class _RocksSession(StoreSession):
         return True
 
     def commit_sorted(
-        self, range_deletes: list[tuple[bytes, bytes]], writes: Iterator[tuple[bytes, bytes | None]]
+        self,
+        range_deletes: list[tuple[bytes, bytes]],
+        blocks: Iterator[tuple[list[bytes], list[bytes | None]]],
+        cuts: Sequence[bytes] = (),
     ) -> None:
-        """Write the stream into one SST file in the database's folder and ingest it:
-        atomic as a batch, with no more than a block of it in memory. The range deletes
-        become deletes of the keys in those ranges (an SST file written from Python
-        holds no range deletes), which the stream's own writes override."""
+        """Write the stream into SST files in the database's folder, a new one at each
+        of the ``cuts`` the stream crosses, and ingest them together: atomic as a
+        batch, with no more than a block of it in memory. A file whose key range no file of the database overlaps goes to the
+        bottom level, where RocksDB does not compact it (a load's rows, in key order,
+        into an empty table). The range deletes become deletes of the keys in those
+        ranges (an SST file written from Python holds no range deletes), which the
+        stream's own writes override."""
         import rocksdict
 
-        tombstones = (zip(self.keys(lo, hi), repeat(None)) for lo, hi in range_deletes)
-        path = os.path.join(self._handle.path, f"kvctl-ingest-{os.getpid()}-{next(_INGESTS)}.sst")
+        tombstones = (_deletes(self.keys(lo, hi)) for lo, hi in range_deletes)
+        paths: list[str] = []
         try:
-            writer = rocksdict.SstFileWriter(rocksdict.Options(raw_mode=True))
-            writer.open(path)
-            written = 0
-            for key, value in merge_writes(*tombstones, writes):
-                if value is None:
-                    del writer[key]
-                else:
-                    writer[key] = value
-                written += 1
-            if not written:
+            writer: Any = None
+            at = 0  # the next cut
+            for keys, values in merge_blocks(*tombstones, blocks):
+                start = 0
+                while start < len(keys):
+                    if writer is None or (at < len(cuts) and keys[start] >= cuts[at]):
+                        while at < len(cuts) and keys[start] >= cuts[at]:
+                            at += 1
+                        if writer is not None:
+                            writer.finish()
+                        paths.append(
+                            os.path.join(self._handle.path, f"kvctl-ingest-{os.getpid()}-{next(_INGESTS)}.sst")
+                        )
+                        writer = rocksdict.SstFileWriter(rocksdict.Options(raw_mode=True))
+                        writer.open(paths[-1])
+                    end = len(keys) if at == len(cuts) else bisect_left(keys, cuts[at], start)
+                    _write_sst(writer, keys[start:end], values[start:end])
+                    start = end
+            if writer is None:
                 return
             writer.finish()
             ingest = rocksdict.IngestExternalFileOptions()
             ingest.set_move_files(True)
-            self._db.ingest_external_file([path], ingest)
+            self._db.ingest_external_file(paths, ingest)
             self._handle.wrote = True
         except Exception as exc:
             raise driver_error(exc, "committing", self._handle.path) from None
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            for path in paths:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
 
     def announce(self, revision: int) -> None:
         self._handle.announce(revision)
@@ -328,3 +345,21 @@ class RocksDBProvider(KvProvider):
     def store_id(self) -> str:
         """``rocksdb:`` and the database directory's real path."""
         return f"rocksdb:{self._path}"
+
+
+def _deletes(keys: Iterator[bytes]) -> Iterator[Block]:
+    """Deletes of ``keys`` (in order), in blocks."""
+    for chunk in chunked(keys):
+        yield chunk, [None] * len(chunk)
+
+
+def _write_sst(writer: Any, keys: list[bytes], values: list[bytes | None]) -> None:
+    """Add the writes to an open ``SstFileWriter`` (keys in order, above its last)."""
+    if None not in values:
+        deque(map(writer.__setitem__, keys, values), maxlen=0)  # no deletes: one loop in C
+        return
+    for key, value in zip(keys, values):
+        if value is None:
+            del writer[key]
+        else:
+            writer[key] = value

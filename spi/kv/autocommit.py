@@ -25,11 +25,13 @@ from spi.filters import Expr
 from spi.keys import KeyLike, Range, key_of, normalize_key
 from spi.kv import counters
 from spi.kv.buffer import WriteBuffer
+from spi.kv.chunked_load import ChunkedLoad
 from spi.kv.feed import FeedSettings
 from spi.kv.layout import Layout, LayoutCache
 from spi.kv.store import STALE, OrderedStore, Stale, StoreSession
 from spi.kv.table import KvTable, StoredPage
 from spi.kv.transaction import commit, stored_layout
+from spi.load import LoadPreparer, run_load
 from spi.primitives import Stored
 from spi.provider import AutoCommitTable, ProviderBase
 from spi.row import Row
@@ -126,6 +128,40 @@ class KvAutoCommitTable(AutoCommitTable):
         if where is None and (range is None or (range.start is None and range.end is None)):
             return self._call(lambda t: t.spilling().delete_every_row() if isinstance(t, KvTable) else t.delete_range())
         return self._call(lambda t: _spilling(t).delete_range(range, where=where))
+
+    def load(
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        *,
+        mode: str = "upsert",
+        batch_size: int = 10_000,
+        progress: Callable[[int], None] | None = None,
+        keep_versions: bool = False,
+        ttl: int | float | None = None,
+    ) -> int:
+        """See :meth:`AutoCommitTable.load`; into a table holding no row on a store that
+        commits sorted streams (RocksDB), in chunks the store ingests whole
+        (:mod:`spi.kv.chunked_load`)."""
+
+        def start(t: TableBase) -> tuple[LoadPreparer, int | None, Layout | None]:
+            layout = t.chunked_load_layout() if isinstance(t, KvTable) else None
+            return t._load_preparer(), t._load_expiry(ttl, keep_versions), layout
+
+        preparer, expires, layout = self._call(start)
+        writer = ChunkedLoad(
+            layout,
+            self._layouts,
+            self._feed,
+            lambda: self._session(False),
+            lambda batch, m, kept: self._call(lambda t: t._load_validated(batch, m, kept, expires)),
+            expires,
+            progress,
+        )
+        return writer.run(
+            lambda write, report: run_load(
+                write, preparer, rows, mode=mode, batch_size=batch_size, progress=report, keep_versions=keep_versions
+            )
+        )
 
     def update_range(
         self,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from spi.clock import SYSTEM_CLOCK, Clock
 from spi.codec import prefix_successor
-from spi.kv.spill import SpilledWrites, Write
+from spi.kv.spill import Block, SpilledWrites, Write, blocks_of
 from spi.kv.store import StoreSession, chunked, ended_error
 from spi.primitives import Stored
 
@@ -70,6 +70,7 @@ class WriteBuffer:
         self._last_stream: Iterator[Write] | None = None  # see append_last_stream
         self._spill: SpilledWrites | None = None  # see allow_spill
         self._spill_at = 0
+        self._cuts: list[bytes] = []  # see cut_files_at
         self._cursors: weakref.WeakSet[Cursor] | None = None  # made by the first cursor
         self.ended = False
         self.events: list[Any] = []
@@ -123,17 +124,17 @@ class WriteBuffer:
         self._settle()
         writes = self._writes
         if not writes:
-            if keys and self._any_stored(*((keys[0], keys[-1]) if ordered else (min(keys), max(keys)))):
+            if keys and self.any_stored(*((keys[0], keys[-1]) if ordered else (min(keys), max(keys)))):
                 return self._session.get_many(keys)
             return [None] * len(keys)
         pending = [k for k in keys if k not in writes]
         stored: dict[bytes, bytes | None] = {}
-        if pending and self._any_stored(min(pending), max(pending)):
+        if pending and self.any_stored(min(pending), max(pending)):
             stored = dict(zip(pending, self._session.get_many(pending)))
         return [writes[k] if k in writes else stored.get(k) for k in keys]
 
-    def _any_stored(self, lo: bytes, last: bytes) -> bool:
-        """True if the store holds a key in ``[lo, last]``."""
+    def any_stored(self, lo: bytes, last: bytes) -> bool:
+        """True if the store holds a key in ``[lo, last]`` (this transaction's writes aside)."""
         items = self._session.iterate(lo, last + b"\x00", False)
         try:
             return next(items, None) is not None
@@ -193,13 +194,23 @@ class WriteBuffer:
         made as the commit streams them."""
         self._last_stream = writes
 
+    def commits_sorted_stream(self) -> bool:
+        """See :meth:`StoreSession.commits_sorted_stream`."""
+        return self._session.commits_sorted_stream()
+
     def allow_spill(self, at: int) -> None:
         """Let :meth:`spill_if_large` move the buffered writes and events to disk once
         they number ``at``, if the session commits a sorted stream (RocksDB). Only for a
         transaction that never reads back what it wrote before the last spill: the
-        auto-commit range update or delete, which goes forward through the table."""
+        auto-commit range update or delete, which goes forward through the table, and a
+        chunk of a load in key order (:mod:`spi.kv.chunked_load`)."""
         if self._session.commits_sorted_stream():
             self._spill_at = at
+
+    def cut_files_at(self, cuts: Iterable[bytes]) -> None:
+        """Where a spilled commit's store may start a new file (see
+        :meth:`StoreSession.commit_sorted`)."""
+        self._cuts = sorted({*self._cuts, *cuts})
 
     def spill_if_large(self) -> None:
         """Move the buffered writes (sorted) and events to disk when they are many (see
@@ -384,10 +395,11 @@ class WriteBuffer:
         assert self._spill is not None
         self._settle()
         writes = self._writes
-        buffered: list[Write] = [(k, writes[k]) for k in sorted(writes)]
-        last: list[Write] = [] if self._last is None else list(zip(*self._last))
-        streams = [buffered, last, self._last_stream or iter(())]
-        self._session.commit_sorted(self._range_deletes, self._spill.merged(*streams))
+        keys = sorted(writes)
+        buffered: Block = (keys, list(map(writes.__getitem__, keys)))
+        last: Block = ([], []) if self._last is None else (self._last[0], list(self._last[1]))
+        streams = [[buffered], [last], blocks_of(self._last_stream or iter(()))]
+        self._session.commit_sorted(self._range_deletes, self._spill.merged(*streams), self._cuts)
 
     def _close_spill(self) -> None:
         spill, self._spill = self._spill, None

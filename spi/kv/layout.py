@@ -148,6 +148,11 @@ class Layout:
         """What rows encoded for this layout depend on (see :mod:`spi.kv.bulk`)."""
         return (self.table_id, tuple(self.columns), self.spec, self.building)
 
+    def stretches(self) -> list[bytes]:
+        """The first keys of the stretches of the key space this table's entries of each
+        kind fill (rows, each index's entries, expiry entries, the row counter)."""
+        return sorted([self.row_prefix, *(prefix for _, prefix, _ in self.indexes), self.expiry_prefix, self.count_key])
+
     def load_preparer(self) -> KvLoadPreparer:
         """A new bulk-load preparer for this layout (see :mod:`spi.kv.bulk`)."""
         indexes = [(c, prefix) for c, prefix, _ in self.indexes]

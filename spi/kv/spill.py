@@ -1,11 +1,11 @@
 """Writes of one long transaction kept on disk, not in memory: the sorted runs of a
-range update or delete on a store that commits a sorted stream (RocksDB ingests it as
-one file, atomically).
+range update or delete, or of a chunk of a load (:mod:`spi.kv.chunked_load`), on a
+store that commits a sorted stream (RocksDB ingests it as SST files, atomically).
 
 A :class:`~spi.kv.buffer.WriteBuffer` that may spill (:meth:`WriteBuffer.allow_spill`)
 moves its buffered writes here, sorted, once they pass a size, and its change-feed
 events in call order; the commit then merges the runs (a later run's write of a key
-wins) with what is still buffered and hands the merged stream to the store
+wins) with what is still buffered and hands the merged blocks to the store
 (:meth:`~spi.kv.store.StoreSession.commit_sorted`). Each run is a temp file of msgpack
 blocks of :data:`BLOCK` writes, read back a block at a time, so memory holds a block
 per run, whatever the transaction's length.
@@ -14,7 +14,9 @@ per run, whatever the transaction's length.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import IO, Any
 
 import msgspec
@@ -25,6 +27,8 @@ BLOCK = 4096
 """Writes (or events) per stored block: what a run holds in memory while merged."""
 
 Write = tuple[bytes, "bytes | None"]
+Block = tuple[list[bytes], list["bytes | None"]]
+"""Writes ``values[i]`` under ``keys[i]``, keys in order."""
 
 
 class SpilledWrites:
@@ -68,10 +72,10 @@ class SpilledWrites:
             for event in block:
                 yield tuple(event)
 
-    def merged(self, *later: Iterable[Write]) -> Iterator[Write]:
-        """Every spilled write and then the writes of ``later`` (each sorted, distinct
-        keys), merged into one stream in key order (see :func:`merge_writes`)."""
-        return merge_writes(*map(_run_writes, self._runs), *later)
+    def merged(self, *later: Iterable[Block]) -> Iterator[Block]:
+        """Every spilled write and then the writes of ``later`` (each blocks in key order,
+        distinct keys), merged into blocks in key order (see :func:`merge_blocks`)."""
+        return merge_blocks(*map(read_blocks, self._runs), *later)
 
     def close(self) -> None:
         """Drop the temp files."""
@@ -83,21 +87,48 @@ class SpilledWrites:
             self._events = None
 
 
-def merge_writes(*streams: Iterable[Write]) -> Iterator[Write]:
-    """The writes of ``streams`` (each in key order, distinct keys) as one stream in key
-    order; of the writes to one key, the last stream's."""
-    merged = heapq.merge(*streams, key=lambda write: write[0])  # stable: earlier streams first
-    pending = next(merged, None)
-    if pending is None:
-        return
-    for write in merged:
-        if write[0] != pending[0]:
-            yield pending
-        pending = write
-    yield pending
+def merge_blocks(*streams: Iterable[Block]) -> Iterator[Block]:
+    """The writes of ``streams`` (each a sequence of ``(keys, values)`` blocks in key
+    order, distinct keys) as blocks in key order; of the writes to one key, the last
+    stream's. A stretch of a stream below the next key of every other goes out as one
+    slice of its block (a load's runs hold long such stretches: its rows, and each
+    index value's entries), so the work per write is done in C."""
+    heap: list[list[Any]] = []  # [next key, stream, keys, values, position, blocks]
+    for index, stream in enumerate(streams):
+        blocks = iter(stream)
+        for keys, values in blocks:
+            if keys:
+                heap.append([keys[0], index, keys, values, 0, blocks])
+                break
+    heapq.heapify(heap)  # (key, stream) pairs are distinct: the comparisons stop there
+    while heap:
+        top = heap[0]
+        _, index, keys, values, at, blocks = top
+        end = len(keys)
+        rival = None
+        if len(heap) > 1:
+            rival = heap[1] if len(heap) == 2 or heap[1] < heap[2] else heap[2]
+            end = bisect_left(keys, rival[0], at)
+        if end > at:
+            yield (keys, values) if at == 0 and end == len(keys) else (keys[at:end], values[at:end])
+            at = end
+        if rival is not None and at < len(keys) and keys[at] == rival[0] and index < rival[1]:
+            at += 1  # a later stream writes this key too: its write wins
+        if at < len(keys):
+            top[0], top[4] = keys[at], at
+            heapq.heapreplace(heap, top)
+            continue
+        for keys, values in blocks:
+            if keys:
+                top[0], top[2], top[3], top[4] = keys[0], keys, values, 0
+                heapq.heapreplace(heap, top)
+                break
+        else:
+            heapq.heappop(heap)
 
 
-def _run_writes(run: IO[bytes]) -> Iterator[Write]:
-    """A run's writes, in key order."""
-    for keys, values in read_blocks(run):
-        yield from zip(keys, values)
+def blocks_of(writes: Iterable[Write]) -> Iterator[Block]:
+    """``(key, value)`` pairs as blocks of :data:`BLOCK` writes."""
+    pairs = iter(writes)
+    while chunk := list(islice(pairs, BLOCK)):
+        yield [k for k, _ in chunk], [v for _, v in chunk]

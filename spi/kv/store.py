@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from enum import Enum
 from itertools import islice
 from typing import Any, Final, Literal, TypeVar
@@ -92,15 +92,21 @@ class StoreSession(ABC):
         return False
 
     def commit_sorted(
-        self, range_deletes: list[tuple[bytes, bytes]], writes: Iterator[tuple[bytes, bytes | None]]
+        self,
+        range_deletes: list[tuple[bytes, bytes]],
+        blocks: Iterator[tuple[list[bytes], list[bytes | None]]],
+        cuts: Sequence[bytes] = (),
     ) -> None:
-        """:meth:`commit` of ``writes``, ``(key, value or None)`` pairs in key order (keys
-        distinct); here gathered into lists first."""
+        """:meth:`commit` of ``blocks``, each ``(keys, values)``: ``values[i]`` (None: a
+        delete) under ``keys[i]``, every key of the stream distinct and in order; here
+        gathered into lists first. ``cuts``: keys (in order) where a store that writes
+        files may start a new one, so that each file covers one stretch of the key space
+        (RocksDB: a table's rows, each index's entries)."""
         keys: list[bytes] = []
         values: list[bytes | None] = []
-        for key, value in writes:
-            keys.append(key)
-            values.append(value)
+        for block_keys, block_values in blocks:
+            keys += block_keys
+            values += block_values
         self.commit(range_deletes, keys, values)
 
     @abstractmethod

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from spi.checksum import row_hasher
 from spi.clock import now_micros
+from spi.codec import prefix_successor
 from spi.filters import Expr
 from spi.kept import write_kept
 from spi.keys import Range, ResolvedRange, key_of, resolve_range
@@ -233,6 +234,15 @@ class KvTable(TableBase):
         if self._events is not None:
             prev = self._stored_bytes(old)
             self._events.append(delete_event(lay.row_prefix + enc, prev, OP_EXPIRE if expired else OP_DELETE))
+
+    def chunked_load_layout(self) -> Layout | None:
+        """The layout a load may write in chunks the store ingests (:mod:`spi.kv.chunked_load`):
+        when the store commits sorted streams and the table holds no row (else None)."""
+        lay = self._layout
+        if not self._buffer.commits_sorted_stream():
+            return None
+        hi = prefix_successor(lay.row_prefix)
+        return lay if next(iter(self._buffer.keys(lay.row_prefix, hi)), None) is None else None
 
     def spilling(self) -> KvTable:
         """This table, its buffer allowed to spill (:meth:`WriteBuffer.allow_spill`) every
