@@ -309,3 +309,16 @@ def test_point_writes_of_full_and_partial_rows_and_increments_agree_with_the_mem
         with pytest.raises(spi.InvalidFieldError):
             rocks.table("p").increment((1,), "n", 2**63)  # out of range: nothing written
         assert rocks.table("p").read((1,)) == memory.table("p").read((1,))
+
+
+def test_increment_of_a_column_added_after_the_row_was_stored(tmp_path: Path) -> None:
+    """A row stored before ``alter --add-column`` is shorter than the layout: the
+    in-place increment reads the new column as null, as the general path does."""
+    with spi.connect(f"rocksdb://{tmp_path / 'db'}") as p:
+        p.admin.create(PLAIN)
+        t = p.table("plain")
+        t.upsert({"k": "a", "n": 1, "tag": "x"})
+        p.admin.create_or_update(spi.TableSpec("plain", [*FIELDS, spi.Field("added", "long")], ["k"]))
+        t = p.table("plain")
+        assert t.increment(("a",), "added", 5) == 5
+        assert dict(t.read(("a",)) or {}) == {"k": "a", "n": 1, "tag": "x", "added": 5}

@@ -158,6 +158,7 @@ def test_a_waiting_process_gets_its_turn_during_another_ones_bulk_load(tmp_path:
         import spi
         p = spi.connect({url!r})
         p.admin.create(spi.TableSpec("t", [spi.Field("id", "long"), spi.Field("pad", "string")], ["id"]))
+        p.table("t").upsert({{"id": -1, "pad": ""}})  # not empty: batch by batch (spi/kv/chunked_load.py)
         rows = ({{"id": i, "pad": "x" * 50}} for i in range(100_000_000))
         p.table("t").load(rows, batch_size=1000, progress=lambda n: n == 1000 and print("loading", flush=True))
     """)

@@ -203,6 +203,8 @@ class Layout:
         if stored[0].__class__ is not int:
             return None
         at = self.columns.index(column) + 1
+        if at >= len(stored):  # stored before the column was added: it reads as null
+            stored += [None] * (at + 1 - len(stored))
         stored[0] += 1
         stored[at] = new = change(stored[at])
         return self._pack(stored), new
