@@ -455,6 +455,7 @@ class PathHandle:
         options.set_keep_log_file_num(2)
         options.set_write_buffer_size(WRITE_BUFFER_BYTES)
         options.set_block_based_table_factory(_table_options())
+        options.set_target_file_size_base(TARGET_FILE_BYTES)
         delay = 0.002
         while True:
             try:
@@ -526,6 +527,12 @@ def _map_revision_file(path: str) -> mmap.mmap:
 WRITE_BUFFER_BYTES = 32 * 1024 * 1024
 """Size of a memtable (RocksDB's default: 64 MiB); with two of them at most, a
 writer's recent writes hold 64 MiB, which keeps a 10M-row load under 500 MB."""
+
+TARGET_FILE_BYTES = 16 * 1024 * 1024
+"""Size of the files a compaction writes (RocksDB's default: 64 MiB). A compaction
+holds the filter of the file it is writing (8 bytes a key) until the file is done:
+with 64 MiB files a copy of 10M rows peaked at 122 MB against 73 MB at 1M rows,
+with 16 MiB files at 107 MB (more, smaller files; reads are unchanged)."""
 
 BLOCK_CACHE_BYTES = 64 * 1024 * 1024
 """Size of the block cache every open of every path in this process shares."""
