@@ -105,3 +105,42 @@ def test_buffer_reads_its_writes_and_commits_them_in_order(
         model = {k: v for k, v in model.items() if not lo <= k <= hi}
     buffer.flush()
     assert dict(store.data) == {k: v for k, v in model.items() if v is not None}
+
+
+class _SpillingSession(_CheckedSession):
+    """A checked session that takes sorted streams, so its buffer may spill."""
+
+    def commits_sorted_stream(self) -> bool:
+        return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["run", "many", "put"]), st.sets(KEYS, max_size=8), VALUES, st.booleans()),
+        max_size=20,
+    )
+)
+def test_a_spilling_buffer_commits_its_runs_writes_and_spills_as_written(
+    ops: list[tuple[str, set[bytes], bytes, bool]],
+) -> None:
+    """A write-only transaction (a chunk of a load, a range write) that spills every few
+    writes: its ordered runs go to disk as they are, beside the sorted buffered writes,
+    and the commit's merged stream holds every key's last write."""
+    store = MemoryStore(busy_timeout=1.0)
+    store.lock.acquire(1.0)
+    buffer = WriteBuffer(_SpillingSession(store))
+    buffer.allow_spill(5)
+    model: dict[bytes, bytes] = {}
+    for kind, keys, value, spill in ops:
+        if kind == "put":
+            for key in keys:
+                buffer.put(key, value)
+        else:
+            ordered = sorted(keys)
+            buffer.put_many(ordered, [value] * len(ordered), ordered=kind == "run")
+        model.update(dict.fromkeys(keys, value))
+        if spill:
+            buffer.spill_if_large()
+    buffer.flush()
+    assert dict(store.data) == model

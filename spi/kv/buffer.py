@@ -121,12 +121,13 @@ class WriteBuffer:
         not written by this transaction (appends, loads into an empty stretch),
         one seek shows that none of them exists and the lookups are skipped.
         """
-        self._settle()
+        if not keys:
+            return []
+        lo, hi = (keys[0], keys[-1]) if ordered else (min(keys), max(keys))
+        self._settle(lo, hi)  # a load's runs below these keys stay as they are
         writes = self._writes
-        if not writes:
-            if keys and self.any_stored(*((keys[0], keys[-1]) if ordered else (min(keys), max(keys)))):
-                return self._session.get_many(keys)
-            return [None] * len(keys)
+        if not writes or writes.keys().isdisjoint(keys):  # one pass in C
+            return self._session.get_many(keys) if self.any_stored(lo, hi) else [None] * len(keys)
         pending = [k for k in keys if k not in writes]
         stored: dict[bytes, bytes | None] = {}
         if pending and self.any_stored(min(pending), max(pending)):
@@ -215,16 +216,15 @@ class WriteBuffer:
     def spill_if_large(self) -> None:
         """Move the buffered writes (sorted) and events to disk when they are many (see
         :meth:`allow_spill`); the commit merges them back in key order."""
-        if not self._spill_at or len(self._writes) + len(self.events) < self._spill_at:
+        if not self._spill_at:
             return
-        self._settle()
+        if len(self._writes) + sum(len(keys) for keys, _ in self._runs) + len(self.events) < self._spill_at:
+            return
         if self._spill is None:
             self._spill = SpilledWrites()
-        writes = self._writes
-        keys = sorted(writes)
-        self._spill.add_run(keys, list(map(writes.__getitem__, keys)))
+        self._spill.add_run(*self._in_order())
         self._spill.add_events(self.events)
-        self._writes, self._sorted = {}, None
+        self._writes, self._sorted, self._runs = {}, None, []
         self.events.clear()  # in place: tables hold this list
 
     def spilled_events(self) -> Iterator[Any] | None:
@@ -269,9 +269,8 @@ class WriteBuffer:
             self._writes.update(zip(keys, values))
 
     def _in_order(self) -> tuple[list[bytes], list[bytes | None]]:
-        """Every buffered write in key order, when runs are pending: the writes
-        sorted, the runs put in place as they are (no buffered key lies inside a
-        run's range)."""
+        """Every buffered write in key order: the writes sorted, the pending runs put
+        in place as they are (no buffered key lies inside a run's range)."""
         writes = self._writes
         keys = sorted(writes)
         values: list[bytes | None] = list(map(writes.__getitem__, keys))
@@ -393,10 +392,7 @@ class WriteBuffer:
         """Commit a spilled transaction: its runs, what is still buffered and the feed's
         pages, merged into one sorted stream for the store."""
         assert self._spill is not None
-        self._settle()
-        writes = self._writes
-        keys = sorted(writes)
-        buffered: Block = (keys, list(map(writes.__getitem__, keys)))
+        buffered: Block = self._in_order()
         last: Block = ([], []) if self._last is None else (self._last[0], list(self._last[1]))
         streams = [[buffered], [last], blocks_of(self._last_stream or iter(()))]
         self._session.commit_sorted(self._range_deletes, self._spill.merged(*streams), self._cuts)
