@@ -37,7 +37,7 @@ from kvctl.headers import column_names
 from kvctl.inputs import InputError, TextOptions, read_header
 from spi.arrow import arrow_schema, arrow_type
 from spi.textvalues import from_json_value, parse_field
-from spi.types import MAX_KEY_BYTES, MAX_VALUE_BYTES, FieldType
+from spi.types import FieldType, IntegerType, size_limit
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -47,8 +47,6 @@ BLOCK = 1 << 20
 JSON_CHUNK = 10_000
 """JSON records typed at a time."""
 
-_INT = r"^-?[0-9]{1,9}$"  # 9 digits always fit in 32 bits, 18 in 64
-_LONG = r"^-?[0-9]{1,18}$"
 _REAL = r"^[+-]?([0-9]{1,20}(\.[0-9]{0,20})?|\.[0-9]{1,20})([eE][+-]?[0-9]{1,2})?$"
 _DATE = r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
 _TIME = r"[T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,6})?)?"
@@ -278,18 +276,6 @@ def _json_typed(spec: spi.TableSpec, schema: pa.Schema, chunks: Iterator[Columns
         start += batch.num_rows
 
 
-_JSON_KINDS: dict[FieldType, set[type]] = {
-    FieldType.INT: {int},
-    FieldType.LONG: {int},
-    FieldType.FLOAT: {float, int},
-    FieldType.DOUBLE: {float, int},
-    FieldType.BOOL: {bool},
-    FieldType.STRING: {str},
-    FieldType.TIMESTAMP: {str},
-}
-"""The JSON value types each column type takes in C (else :func:`from_json_value`)."""
-
-
 def json_column(spec: spi.TableSpec, column: str, values: list[Any]) -> tuple[pa.Array, int | None]:
     """JSON values of ``column`` as typed values, and the position of the first value
     :func:`spi.textvalues.from_json_value` refuses (None: all good)."""
@@ -298,7 +284,7 @@ def json_column(spec: spi.TableSpec, column: str, values: list[Any]) -> tuple[pa
 
     ftype = spec.type_of(column)
     target = arrow_type(ftype)
-    kinds = _JSON_KINDS.get(ftype, set()) | (set() if spec.is_key(column) else {type(None)})
+    kinds = ftype.impl.json_kinds | (set() if spec.is_key(column) else {type(None)})
     if not set(map(type, values)) <= kinds:
         return _json_exactly(spec, column, values, target)
     source = {FieldType.FLOAT: pa.float64(), FieldType.DOUBLE: pa.float64(), FieldType.TIMESTAMP: pa.string()}
@@ -346,7 +332,7 @@ def _odd_strings(spec: spi.TableSpec, column: str, texts: pa.Array) -> pa.Array:
     """Where a string is one :func:`spi.types.validate_value` refuses (a NUL, too long)."""
     import pyarrow.compute as pc
 
-    limit = MAX_KEY_BYTES if spec.is_key(column) or spec.is_indexed(column) else MAX_VALUE_BYTES
+    limit = size_limit(spec.is_key(column), spec.is_indexed(column))
     return pc.or_(pc.greater(pc.binary_length(texts), limit), pc.match_substring(texts, "\x00"))
 
 
@@ -366,8 +352,9 @@ def _fast(ftype: FieldType, texts: pa.Array, target: pa.DataType) -> tuple[pa.Ar
         return _none(len(texts), target)
     if ftype is FieldType.TIMESTAMP:
         return _timestamps(texts, target)
-    if ftype in (FieldType.INT, FieldType.LONG):
-        fast = pc.match_substring_regex(texts, _INT if ftype is FieldType.INT else _LONG)
+    impl = ftype.impl
+    if isinstance(impl, IntegerType):
+        fast = pc.match_substring_regex(texts, impl.text_pattern)
         return pc.if_else(fast, pc.cast(pc.if_else(fast, texts, "0"), target), null), fast
     fast = pc.match_substring_regex(texts, _REAL)
     typed, fast = _reals(pc.cast(pc.if_else(fast, texts, "0"), pa.float64()), fast, target)

@@ -18,53 +18,27 @@ and each column gets the narrowest type that holds every value of it, empty and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import spi
 from kvctl.bulk import Input
 from kvctl.inputs import InputError, TextOptions, choose_format, open_input
-from spi.textvalues import parse_timestamp
-from spi.types import INT64_MAX, INT64_MIN
 
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-_NUMBER = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
-_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_CANDIDATES = (spi.FieldType.LONG, spi.FieldType.DOUBLE, spi.FieldType.BOOL, spi.FieldType.TIMESTAMP)
+"""The types a value may show, narrowest first (anything else is a string); each
+type object says which values show it (:meth:`spi.types.ColumnType.infers_text`)."""
 _NUMBERS = frozenset({"long", "double"})
 
 
 def _text_type(text: str) -> str:
     """The narrowest type of one CSV/TSV value."""
-    if _INTEGER.fullmatch(text):
-        return "long" if INT64_MIN <= int(text) <= INT64_MAX else "double"
-    if _NUMBER.fullmatch(text):
-        return "double"
-    if text.lower() in ("true", "false"):
-        return "bool"
-    return _string_type(text)
-
-
-def _string_type(text: str) -> str:
-    """``timestamp`` for an ISO 8601 date or timestamp, else ``string``."""
-    if _ISO_DATE.match(text):
-        try:
-            parse_timestamp(text, "")
-        except spi.KvError:
-            return "string"
-        return "timestamp"
-    return "string"
+    return next((t.value for t in _CANDIDATES if t.impl.infers_text(text)), "string")
 
 
 def _json_type(value: Any) -> str:
     """The narrowest type of one JSON value."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "long" if INT64_MIN <= value <= INT64_MAX else "double"
-    if isinstance(value, float):
-        return "double"
-    return _string_type(value) if isinstance(value, str) else "string"
+    return next((t.value for t in _CANDIDATES if t.impl.infers_json(value)), "string")
 
 
 def _wider(a: str | None, b: str) -> str:

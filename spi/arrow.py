@@ -13,26 +13,10 @@ from spi.types import FieldType
 if TYPE_CHECKING:
     import pyarrow as pa
 
-ARROW_TYPES: dict[FieldType, tuple[str, tuple[Any, ...]]] = {
-    FieldType.INT: ("int32", ()),
-    FieldType.LONG: ("int64", ()),
-    FieldType.FLOAT: ("float32", ()),
-    FieldType.DOUBLE: ("float64", ()),
-    FieldType.STRING: ("string", ()),
-    FieldType.BYTES: ("binary", ()),
-    FieldType.BOOL: ("bool_", ()),
-    FieldType.TIMESTAMP: ("timestamp", ("us", "UTC")),
-}
-"""spi type → the pyarrow type factory and its arguments (exact: no widening, no
-narrowing; timestamps in microseconds, UTC)."""
-
 
 def arrow_type(ftype: FieldType) -> pa.DataType:
-    """The Arrow type of an spi field type."""
-    import pyarrow as pa
-
-    factory, args = ARROW_TYPES[ftype]
-    return getattr(pa, factory)(*args)
+    """The Arrow type of an spi field type (:meth:`spi.types.ColumnType.arrow_type`)."""
+    return ftype.impl.arrow_type()
 
 
 def arrow_schema(spec: TableSpec, columns: Sequence[str] | None = None) -> pa.Schema:

@@ -49,7 +49,6 @@ from spi.filters import Expr, bind
 from spi.keys import Range, key_of, resolve_range
 from spi.primitives import ScanRequest
 from spi.spec import TableSpec
-from spi.types import FieldType
 
 if TYPE_CHECKING:
     from spi.row import Row
@@ -61,17 +60,6 @@ _CHUNK = 4096
 MASK = 2**64 - 1
 """Checksums add row hashes modulo 2^64."""
 
-TAGS: dict[FieldType, int] = {
-    FieldType.INT: 1,
-    FieldType.LONG: 1,
-    FieldType.FLOAT: 2,
-    FieldType.DOUBLE: 2,
-    FieldType.STRING: 3,
-    FieldType.BYTES: 4,
-    FieldType.BOOL: 5,
-    FieldType.TIMESTAMP: 6,
-}
-"""The tag byte of each type's values (a null is 0; a version is tagged as a long)."""
 NULL = b"\x00"
 """A null value's encoding."""
 NAN = bytes.fromhex("7ff8000000000000")
@@ -120,18 +108,6 @@ _NAMESPACE: dict[str, Any] = {
     "_null": NULL,
 }
 
-_EXPRESSIONS = {
-    FieldType.INT: "_fixed(1, {v})",
-    FieldType.LONG: "_fixed(1, {v})",
-    FieldType.FLOAT: "(_double(2, {v} + 0.0) if {v} == {v} else _nan)",
-    FieldType.DOUBLE: "(_double(2, {v} + 0.0) if {v} == {v} else _nan)",
-    FieldType.STRING: "_string({v})",
-    FieldType.BYTES: "_bytes({v})",
-    FieldType.BOOL: "(_true if {v} else _false)",
-    FieldType.TIMESTAMP: "_fixed(6, _micros({v}))",
-}
-"""The source of each type's encoding of a non-null value ``{v}`` (-0.0 + 0.0 is 0.0)."""
-
 
 def check_hashed(spec: TableSpec, columns: Iterable[str] | None) -> tuple[str, ...]:
     """The non-key columns a checksum hashes: ``columns`` checked (existing, not key
@@ -157,7 +133,7 @@ def _encoding(spec: TableSpec, names: Sequence[str], versions: bool, micros: Ite
     parts = []
     for i, name in enumerate(names):
         ftype = spec.type_of(name)
-        template = "_fixed(6, {v})" if name in as_micros else _EXPRESSIONS[ftype]
+        template = "_fixed(6, {v})" if name in as_micros else ftype.impl.checksum_source()
         value = template.format(v=f"v{i}")
         parts.append(value if spec.is_key(name) else f"(_null if v{i} is None else {value})")
     if versions:

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from itertools import islice, repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 from spi.codec import encode_key, to_micros
 from spi.errors import (
@@ -42,6 +42,15 @@ from spi.types import INT64_MAX
 from spi.validate import check_batch_size, validate_row
 
 LOAD_MODES = ("upsert", "insert", "replace")
+
+
+class LoadPlan(NamedTuple):
+    """How a table takes one load (:meth:`spi.table.TableBase.load_plan`): the
+    preparer of its batches and the expiry of its rows (None: none, or each row's own
+    when versions are kept)."""
+
+    preparer: LoadPreparer
+    expires: int | None
 
 
 class LoadPreparer:

@@ -319,16 +319,16 @@ class AutoCommitTable:
     ) -> int:
         """Bulk load; each batch commits in its own transaction (the rows' expiry
         counts from the load's start)."""
-        preparer, expires = self._call(lambda t: (t._load_preparer(), t._load_expiry(ttl, keep_versions)))
+        plan = self._call(lambda t: t.load_plan(ttl, keep_versions))
         return run_load(
-            lambda batch, m, kept: self._call(lambda t: t._load_validated(batch, m, kept, expires)),
-            preparer,
+            lambda batch, m, kept: self._call(lambda t: t.write_prepared(batch, m, kept, plan.expires)),
+            plan.preparer,
             rows,
             mode=mode,
             batch_size=batch_size,
             progress=progress,
             keep_versions=keep_versions,
-            write_ahead=None if keep_versions else self._load_ahead(expires),
+            write_ahead=None if keep_versions else self._load_ahead(plan.expires),
         )
 
     def _load_ahead(self, expires: int | None) -> AheadWriter | None:

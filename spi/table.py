@@ -23,14 +23,14 @@ from spi.errors import InvalidFieldError, RowExistsError, RowNotFoundError, Vers
 from spi.filters import Expr, bind
 from spi.kept import load_kept
 from spi.keys import KeyLike, Range, ResolvedRange, key_of, normalize_key, resolve_range
-from spi.load import LoadPreparer, run_load
+from spi.load import LoadPlan, LoadPreparer, run_load
 from spi.planner import check_order_by
 from spi.primitives import ColumnBatch, Kept, ScanRequest, Stored, sort_position
 from spi.row import Page, Row
 from spi.scanning import merge_scans, project, read_page, transpose
 from spi.spec import TableSpec, check_ttl
 from spi.textvalues import key_words
-from spi.types import validate_value, values_equal
+from spi.types import validate_value
 from spi.validate import (
     check_batch_size,
     check_increment,
@@ -41,6 +41,7 @@ from spi.validate import (
     validate_changes,
     validate_row,
 )
+from spi.writerules import created, incremented, merged, next_version, swaps
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -235,15 +236,14 @@ class TableBase(Aggregates, Checksums, ABC):
         return None
 
     def _write(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None, expires: int | None) -> int:
-        version = 1 if old is None else old.version + 1
+        version = next_version(None if old is None else old.version)
         self._put(key, values, version, old, expires)
         return version
 
     # Writes of validated ``values`` with key ``key`` over ``old``, what is stored there
     # (a live row), with expiry ``expires``.
     def _upsert_at(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None, expires: int | None) -> int:
-        merged = full_row(self.spec, values) if old is None else {**old.values, **values}
-        return self._write(key, merged, old, expires)
+        return self._write(key, merged(None if old is None else old.values, self.spec, values), old, expires)
 
     def _insert_at(self, key: tuple[Any, ...], values: dict[str, Any], old: Stored | None, expires: int | None) -> int:
         if old is not None:
@@ -308,10 +308,8 @@ class TableBase(Aggregates, Checksums, ABC):
         if old is None:
             if base is None:
                 raise RowNotFoundError(f"no row with key {key_words(self.spec, k)} in {self.name!r} to update")
-            merged = full_row(self.spec, {**dict(zip(self.spec.primary_key, k)), **base, **values})
-        else:
-            merged = {**old.values, **values}
-        return self._write(k, merged, old, expires)
+            return self._write(k, created(self.spec, k, {**base, **values}), old, expires)
+        return self._write(k, merged(old.values, self.spec, values), old, expires)
 
     def delete(self, key: KeyLike, *, version: int | None = None) -> bool:
         """Delete a row; True if one was deleted."""
@@ -330,12 +328,13 @@ class TableBase(Aggregates, Checksums, ABC):
         ftype, amount = check_increment(self.spec, column, amount)
         old = self._current(k)
         current = None if old is None else old.values[column]
-        new_value = validate_value(ftype, (current or 0) + amount, column, indexed=self.spec.is_indexed(column))
-        if old is None:
-            merged = full_row(self.spec, {**dict(zip(self.spec.primary_key, k)), column: new_value})
-        else:
-            merged = {**old.values, column: new_value}
-        self._write(k, merged, old, self._expiry(None))
+        new_value = incremented(self.spec, column, ftype, current, amount)
+        row = (
+            created(self.spec, k, {column: new_value})
+            if old is None
+            else merged(old.values, self.spec, {column: new_value})
+        )
+        self._write(k, row, old, self._expiry(None))
         return new_value  # type: ignore[no-any-return]
 
     def compare_and_swap(self, key: KeyLike, column: str, expected: Any, new: Any) -> bool:
@@ -351,16 +350,10 @@ class TableBase(Aggregates, Checksums, ABC):
         want = None if expected is None else validate_value(ftype, expected, column)
         old = self._current(k)
         current = None if old is None else old.values[column]
-        if want is None:
-            if current is not None:
-                return False
-        elif current is None or not values_equal(current, want):
+        if not swaps(current, want):
             return False
-        if old is None:
-            merged = full_row(self.spec, {**dict(zip(self.spec.primary_key, k)), **checked})
-        else:
-            merged = {**old.values, **checked}
-        self._write(k, merged, old, self._expiry(None))
+        row = created(self.spec, k, checked) if old is None else merged(old.values, self.spec, checked)
+        self._write(k, row, old, self._expiry(None))
         return True
 
     def _matching_chunks(self, rng: Range | None, where: Expr | None, chunk: int = 1000) -> Iterator[list[Stored]]:
@@ -416,10 +409,10 @@ class TableBase(Aggregates, Checksums, ABC):
         ``keep_versions`` each row is written with its own ``version`` and expiry
         (``expires_at``: rows read from another table, see :mod:`spi.kept`), else with
         the expiry ``ttl`` gives (the table's when None) from the load's start."""
-        expires = self._load_expiry(ttl, keep_versions)
+        plan = self.load_plan(ttl, keep_versions)
         return run_load(
-            lambda batch, mode, kept: self._load_validated(batch, mode, kept, expires),
-            self._load_preparer(),
+            lambda batch, mode, kept: self.write_prepared(batch, mode, kept, plan.expires),
+            plan.preparer,
             rows,
             mode=mode,
             batch_size=batch_size,
@@ -432,7 +425,15 @@ class TableBase(Aggregates, Checksums, ABC):
         validated dicts); providers may validate and encode whole batches there."""
         return LoadPreparer(self.spec)
 
-    def _load_validated(self, batch: Any, mode: str, kept: Kept | None, expires: int | None) -> None:
+    def load_plan(self, ttl: int | float | None, keep_versions: bool) -> LoadPlan:
+        """How this table takes a load (its preparer and its rows' expiry, from now):
+        the seam the auto-commit handles load through, a batch per transaction."""
+        return LoadPlan(self._load_preparer(), self._load_expiry(ttl, keep_versions))
+
+    def write_prepared(self, batch: Any, mode: str, kept: Kept | None, expires: int | None) -> None:
+        """Write a batch the plan's preparer prepared (``mode``: upsert, insert or
+        replace; ``kept``: each row's kept version and expiry, or None to write them
+        with ``expires``, the plan's)."""
         if kept is None:
             self._load_batch(batch, mode, expires)
         else:

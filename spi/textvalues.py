@@ -8,7 +8,6 @@ the command line), ``null`` where a null is allowed.
 from __future__ import annotations
 
 import base64
-import binascii
 import datetime as dt
 import json
 import math
@@ -19,42 +18,16 @@ from typing import Any
 
 from spi.errors import InvalidFieldError
 from spi.spec import TableSpec
-from spi.types import FieldType, describe, validate_value
+from spi.types.strings import BYTES, STRING
+from spi.types.timestamps import TIMESTAMP
 
-_WHOLE_FLOAT = re.compile(r"\s*([+-]?\d+)\.0+\s*")
-"""A float written with no fractional part (``433.0``), as pandas writes integer
-columns that have gaps."""
-_DIGITS = re.compile(r"[+-]?[0-9]+")
 _CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 """The control characters a terminal may act on (C0 but the line feed, DEL, C1)."""
 
 
 def parse_timestamp(text: str, column: str) -> dt.datetime:
     """Parse ISO 8601 (``Z`` or ``±hh:mm`` offsets; none means UTC, a date is midnight UTC)."""
-    raw = text.strip()
-    try:
-        if len(raw) == 10 and raw[4] == "-":
-            value = dt.datetime.combine(dt.date.fromisoformat(raw), dt.time())
-        else:
-            value = dt.datetime.fromisoformat(raw.replace("z", "Z"))
-    except (ValueError, IndexError):
-        raise InvalidFieldError(
-            f"column {column!r} is a timestamp; {describe(text)} is not ISO 8601 (e.g. 2024-05-01T12:00:00Z)",
-            column=column,
-        ) from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.UTC)
-    return validate_value(FieldType.TIMESTAMP, value, column)
-
-
-def decode_base64(text: str, column: str) -> bytes:
-    """Decode standard base64 (padding optional); a clear error otherwise."""
-    try:
-        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        raise InvalidFieldError(
-            f"column {column!r} is bytes; {text[:40]!r} is not valid base64", column=column
-        ) from None
+    return TIMESTAMP.parse(text, column)
 
 
 def parse_word(spec: TableSpec, column: str, text: str) -> Any:
@@ -63,54 +36,11 @@ def parse_word(spec: TableSpec, column: str, text: str) -> Any:
     ``null`` is null wherever a null is allowed, string columns included; in a
     string key column (never null) it is the text ``null``.
     """
-    ftype = spec.type_of(column)
+    impl = spec.type_of(column).impl
     in_key = spec.is_key(column)
-    if text == "null" and not (in_key and ftype is FieldType.STRING):
-        return validate_value(ftype, None, column, in_key=in_key)
-    value: Any
-    if ftype.is_integer:
-        value = _integer(text, column, ftype)
-    elif ftype in (FieldType.FLOAT, FieldType.DOUBLE):
-        try:
-            value = float(text)
-        except ValueError:
-            raise InvalidFieldError(
-                f"column {column!r} is {ftype}; {describe(text)} is not a number", column=column
-            ) from None
-    elif ftype is FieldType.BOOL:
-        lowered = text.lower()
-        if lowered not in ("true", "false"):
-            raise InvalidFieldError(
-                f"column {column!r} is bool; use true or false, not {describe(text)}", column=column
-            )
-        value = lowered == "true"
-    elif ftype is FieldType.TIMESTAMP:
-        value = parse_timestamp(text, column)
-    elif ftype is FieldType.BYTES:
-        if not text.startswith("b64:"):
-            raise InvalidFieldError(f"column {column!r} is bytes; write it as b64:<base64>", column=column)
-        value = decode_base64(text[4:], column)
-    else:
-        value = text
-    return validate_value(ftype, value, column, in_key=in_key, indexed=spec.is_indexed(column))
-
-
-def _integer(text: str, column: str, ftype: FieldType, *, whole_float: bool = False) -> int:
-    """A decimal integer; with ``whole_float`` also a float text with no fractional part."""
-    try:
-        return int(text, 10)
-    except ValueError:
-        pass
-    match = _WHOLE_FLOAT.fullmatch(text) if whole_float else None
-    whole = text.strip() if match is None else match.group(1)
-    if _DIGITS.fullmatch(whole) is None:
-        raise InvalidFieldError(f"column {column!r} is {ftype}; {describe(text)} is not an integer", column=column)
-    try:
-        return int(whole, 10)
-    except ValueError:  # more digits than int() converts: beyond any integer column
-        raise InvalidFieldError(
-            f"column {column!r} is {ftype}; {describe(text)} is out of range", column=column
-        ) from None
+    if text == "null" and not (in_key and impl is STRING):
+        return impl.validate(None, column, in_key=in_key)
+    return impl.validate(impl.from_word(text, column), column, in_key=in_key, indexed=spec.is_indexed(column))
 
 
 def require_key_text(spec: TableSpec, column: str, text: str) -> None:
@@ -129,38 +59,30 @@ def parse_field(spec: TableSpec, column: str, text: str) -> Any:
     part (``433.0``); the text ``null`` or ``NA`` is just text (so it is an error in
     a non-string column).
     """
-    ftype = spec.type_of(column)
+    impl = spec.type_of(column).impl
     in_key = spec.is_key(column)
-    value: Any
     require_key_text(spec, column, text)
-    if ftype is FieldType.STRING:
+    value: Any
+    if impl is STRING:
         value = text
     elif text == "":
         value = None
-    elif ftype is FieldType.BYTES:
-        value = decode_base64(text, column)
-    elif text == "null":
+    elif text == "null" and impl is not BYTES:
         raise InvalidFieldError(
-            f"column {column!r} is {ftype}; leave the field empty for null, the text 'null' is not a value",
+            f"column {column!r} is {impl.field_type}; leave the field empty for null, the text 'null' is not a value",
             column=column,
         )
-    elif ftype.is_integer:
-        value = _integer(text, column, ftype, whole_float=True)
     else:
-        return parse_word(spec, column, text)
-    return validate_value(ftype, value, column, in_key=in_key, indexed=spec.is_indexed(column))
+        value = impl.from_field(text, column)
+    return impl.validate(value, column, in_key=in_key, indexed=spec.is_indexed(column))
 
 
 def from_json_value(spec: TableSpec, column: str, value: Any) -> Any:
     """Convert a JSON value (bytes as base64, timestamps ISO 8601) to the column's type."""
-    ftype = spec.type_of(column)
-    if isinstance(value, str) and ftype is FieldType.TIMESTAMP:
-        value = parse_timestamp(value, column)
-    elif isinstance(value, str) and ftype is FieldType.BYTES:
-        value = decode_base64(value, column)
-    elif isinstance(value, float) and ftype.is_integer and value.is_integer():
-        value = int(value)
-    return validate_value(ftype, value, column, in_key=spec.is_key(column), indexed=spec.is_indexed(column))
+    impl = spec.type_of(column).impl
+    return impl.validate(
+        impl.from_json(value, column), column, in_key=spec.is_key(column), indexed=spec.is_indexed(column)
+    )
 
 
 def to_json_value(value: Any) -> Any:

@@ -8,17 +8,7 @@ from typing import Any
 
 from spi.errors import InvalidFieldError
 from spi.spec import TableSpec
-from spi.types import (
-    INT32_MAX,
-    INT32_MIN,
-    INT64_MAX,
-    INT64_MIN,
-    MAX_KEY_BYTES,
-    MAX_VALUE_BYTES,
-    FieldType,
-    describe,
-    validate_value,
-)
+from spi.types import FieldType, describe, size_limit, validate_value
 
 
 def validate_columns(spec: TableSpec, row: Any, *, what: str = "row") -> dict[str, Any]:
@@ -38,8 +28,8 @@ def check_increment(spec: TableSpec, column: str, amount: Any) -> tuple[FieldTyp
     numeric non-key column and a number it can add (an integer for an integer
     column; for a double one, a value a double holds)."""
     ftype = spec.type_of(column)
-    integer = ftype is FieldType.LONG or ftype is FieldType.INT
-    if not (integer or ftype is FieldType.DOUBLE) or spec.is_key(column):
+    integer = ftype.impl.integer
+    if not ftype.impl.incrementable or spec.is_key(column):
         raise InvalidFieldError(
             f"increment needs an int, long or double non-key column; {column!r} is "
             f"{'a key column' if spec.is_key(column) else ftype}",
@@ -133,14 +123,6 @@ def check_batch_size(batch_size: Any) -> int:
     return batch_size
 
 
-# Inline fast check per type; ``v`` is the value, ``c`` the column's full checker.
-_FAST: dict[FieldType, str] = {
-    FieldType.INT: f"type(v) is int and {INT32_MIN} <= v <= {INT32_MAX}",
-    FieldType.LONG: f"type(v) is int and {INT64_MIN} <= v <= {INT64_MAX}",
-    FieldType.BOOL: "type(v) is bool",
-}
-
-
 def value_checks(spec: TableSpec, namespace: dict[str, Any], indent: str) -> list[str]:
     """Source lines reading every column of a dict ``row`` into ``v0``, ``v1``, ...
     (declaration order), each checked as :func:`validate_columns` would check it.
@@ -156,10 +138,7 @@ def value_checks(spec: TableSpec, namespace: dict[str, Any], indent: str) -> lis
         ftype = spec.type_of(name)
         namespace[f"c{i}"] = spec.validators[name]
         namespace[f"n{i}"] = name
-        fast = _FAST.get(ftype)
-        if ftype is FieldType.STRING:
-            limit = MAX_KEY_BYTES if spec.is_key(name) or spec.is_indexed(name) else MAX_VALUE_BYTES
-            fast = f'type(v) is str and len(v) <= {limit} and v.isascii() and "\\x00" not in v'
+        fast = ftype.impl.fast_check(size_limit(spec.is_key(name), spec.is_indexed(name)))
         if not spec.is_key(name):
             fast = "v is None" if fast is None else f"v is None or ({fast})"
         lines.append(f"{indent}v = row[n{i}]")

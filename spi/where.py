@@ -43,8 +43,10 @@ from typing import Any, NamedTuple
 from spi.errors import InvalidFieldError, WhereSyntaxError
 from spi.filters import And, Compare, Expr, In, IsNull, Like, Not, Or
 from spi.spec import TableSpec
-from spi.textvalues import decode_base64, parse_timestamp
-from spi.types import FieldType, describe, validate_value
+from spi.types import FieldType, describe
+from spi.types.booleans import BOOL
+from spi.types.strings import BYTES, STRING
+from spi.types.timestamps import TIMESTAMP
 
 KEYWORDS = ("and", "or", "not", "in", "like", "between", "is", "null", "true", "false")
 """The where-clause keywords (any case): never read as column names."""
@@ -275,45 +277,36 @@ def _unquote(text: str) -> str:
 
 
 def _literal(token: _Token, column: str, ftype: FieldType) -> Any:
+    """A literal's value for ``column``: a quoted one is a string, a timestamp or
+    ``'b64:...'`` bytes; a number is a number (an integer column's has no point);
+    ``true``/``false`` a bool; each as the column's type reads its text form."""
     kind = token.kind
     if kind == "null":
         return None
-    value: Any
+    impl = ftype.impl
     if kind == "string":
         text = _unquote(token.text)
-        if ftype is FieldType.STRING:
-            value = text
-        elif ftype is FieldType.TIMESTAMP:
-            value = parse_timestamp(text, column)
-        elif ftype is FieldType.BYTES and text.startswith("b64:"):
-            value = decode_base64(text[4:], column)
-        else:
+        if not (impl is STRING or impl is TIMESTAMP or (impl is BYTES and text.startswith("b64:"))):
             raise _mistyped(column, ftype, f"'{text}'")
     elif kind == "number":
-        raw = token.text
-        if ftype.is_integer and raw.lstrip("+-").isdigit():
+        text = token.text
+        if not impl.numeric or (impl.integer and not text.lstrip("+-").isdigit()):
+            raise _mistyped(column, ftype, text)
+        if impl.integer:
             try:
-                value = int(raw)
+                return impl.validate(int(text), column)
             except ValueError:  # more digits than int() converts: beyond any integer column
                 raise InvalidFieldError(
-                    f"where: {describe(raw)} is out of range for {ftype} column {column!r}", column=column
+                    f"where: {describe(text)} is out of range for {ftype} column {column!r}", column=column
                 ) from None
-        elif ftype in (FieldType.FLOAT, FieldType.DOUBLE):
-            value = float(raw)
-        else:
-            raise _mistyped(column, ftype, raw)
+    elif impl is not BOOL:
+        raise _mistyped(column, ftype, kind)
     else:
-        if ftype is not FieldType.BOOL:
-            raise _mistyped(column, ftype, kind)
-        value = kind == "true"
-    return validate_value(ftype, value, column)
+        text = kind
+    return impl.validate(impl.from_word(text, column), column)
 
 
 def _mistyped(column: str, ftype: FieldType, shown: str) -> InvalidFieldError:
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    hint = {
-        FieldType.BYTES: " (write bytes as 'b64:<base64>')",
-        FieldType.TIMESTAMP: " (write timestamps as quoted ISO 8601)",
-        FieldType.STRING: " (quote strings with single quotes)",
-    }.get(ftype, "")
+    hint = ftype.impl.literal_hint
     return InvalidFieldError(f"where: {shown} is not a {ftype} value for column {column!r}{hint}", column=column)

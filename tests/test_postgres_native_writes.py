@@ -243,3 +243,19 @@ def test_a_change_fed_write_records_in_its_statement_what_a_transaction_records(
 
     assert events("typed") == events("twin")
     assert len(events("typed")) == 19  # 16 calls: two of them over an expired row, one an expire
+
+
+def test_nothing_falls_back_once_a_statement_committed(p: Any) -> None:
+    """The rule that makes a fallback safe (nothing written before it), enforced by the
+    one-statement session: a call that needs a transaction after its write statement
+    committed is a bug that surfaces, and so is a user's error then; neither runs the
+    write again in a transaction."""
+    from providers.postgres.autocommit import CommittedFallback
+
+    t = p.table(SPEC.name)
+    t.read(("warm-up",))  # learns the table's statements
+    with pytest.raises(CommittedFallback):
+        t._write(lambda tx: (tx.increment(("a",), "n", 1), tx.count()))
+    with pytest.raises(spi.RowExistsError):
+        t._write(lambda tx: (tx.increment(("a",), "n", 1), tx.insert({"k": "a"})))
+    assert t.read(("a",))["n"] == 2  # each increment once

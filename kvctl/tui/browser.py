@@ -262,10 +262,6 @@ def at_prefix(spec: spi.TableSpec, row: Mapping[str, Any], prefix: tuple[Any, ..
     return key_of(spec, row)[: len(prefix)] == prefix
 
 
-NUMBERS = frozenset({spi.FieldType.INT, spi.FieldType.LONG, spi.FieldType.FLOAT, spi.FieldType.DOUBLE})
-"""The numeric column types."""
-
-
 def filter_example(spec: spi.TableSpec, row: Mapping[str, Any] | None = None) -> str:
     """A ``--where`` clause for this table, to show in its filter's placeholder: a
     string column equal to a value and a numeric column above one, the values taken
@@ -274,7 +270,7 @@ def filter_example(spec: spi.TableSpec, row: Mapping[str, Any] | None = None) ->
     values = row or {}
     order = (*(c for c in spec.columns if not spec.is_key(c)), *spec.primary_key)
     strings = [c for c in order if spec.type_of(c) is spi.FieldType.STRING]
-    numbers = [c for c in order if spec.type_of(c) in NUMBERS]
+    numbers = [c for c in order if spec.type_of(c).is_numeric]
 
     def usable_text(value: Any) -> bool:
         return isinstance(value, str) and 0 < len(value) <= 16 and value.isprintable()

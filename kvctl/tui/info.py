@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import spi
-from kvctl.tui.browser import NUMBERS
 from spi.aggregate import STAT_TYPES, ColumnStats, aggregate_rows
 
 BUCKETS = 10
@@ -78,7 +77,7 @@ class Column:
 
 def numeric_columns(spec: spi.TableSpec) -> list[str]:
     """The columns a histogram can be drawn of, in the spec's order."""
-    return [f.name for f in spec.fields if f.type in NUMBERS]
+    return [f.name for f in spec.fields if f.type.is_numeric]
 
 
 def histogram_column(spec: spi.TableSpec) -> str | None:

@@ -21,13 +21,13 @@ from providers.postgres.feed import ensure_feed, touch
 from providers.postgres.overwrite import record_swap
 from providers.postgres.schema import (
     EXPIRES,
-    SQL_TYPES,
     VERSION,
     catalog_fingerprint,
     expiry_index_name,
     index_name,
     pkey_name,
     qualified,
+    sql_type,
 )
 from providers.postgres.table import PgTable
 from providers.postgres.transaction import PgTransaction, begin, holds_catalog
@@ -295,7 +295,7 @@ def _retried(work: Callable[[], T], attempts: int = 10) -> T:
 
 
 def _type_sql(tx: PgTransaction, ftype: Any) -> str:
-    return str(SQL_TYPES[ftype]().compile(dialect=tx.dialect))
+    return str(sql_type(ftype).compile(dialect=tx.dialect))
 
 
 def _reflect(tx: PgTransaction, schema: str, name: str) -> tuple[dict[str, str], list[str], set[str]] | None:

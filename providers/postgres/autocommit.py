@@ -52,6 +52,11 @@ class Fallback(Exception):
     """The single-statement path cannot answer; use a normal transaction."""
 
 
+class CommittedFallback(AssertionError):
+    """A single-statement call asked for a transaction after its statement had
+    committed: a bug (falling back would apply the write twice)."""
+
+
 class _OneStatement:
     """A :class:`~providers.postgres.session.PgSession` of one auto-commit SELECT for
     :meth:`PgTable.read`: it answers :meth:`fetch_row`, and anything else would need
@@ -65,6 +70,8 @@ class _OneStatement:
         self.records_events = records_events  # a change-fed table's write: its statement records its events
         self.events: list[Any] = []  # never recorded: the statement records them, or none are made
         self._now: int | None = None
+        self.committed = False
+        """Whether a write statement changed the table: from then on nothing may fall back."""
 
     @property
     def dialect(self) -> Dialect:
@@ -76,7 +83,7 @@ class _OneStatement:
         fails or the catalog no longer has this spec."""
         statement, db = self._statement, self._db
         if statement is None:
-            raise Fallback
+            raise self.fallback()
         kept = db.take_autocommit()
         try:
             row = kept[1].execute(statement.text, statement.params(sql.spec.name, key), prepare=True).fetchone()
@@ -91,11 +98,11 @@ class _OneStatement:
                 type(exc).__name__,
                 exc,
             )
-            raise Fallback from None
+            raise self.fallback() from None
         db.give_back(kept)
         if row is None or row[0] != statement.fingerprint:
             self._db.forget_table(sql.spec.name)
-            raise Fallback
+            raise self.fallback()
         self._now = row[1]
         if row[-2] is None:  # no version: the outer join found no row
             return None
@@ -124,23 +131,32 @@ class _OneStatement:
                 type(exc).__name__,
                 exc,
             )
-            raise Fallback from None
+            raise self.fallback() from None
         db.give_back(kept)
-        if fingerprint is None:
-            return None if row is None else tuple(row)
-        if row is None or row[0] != fingerprint:
+        if fingerprint is not None and (row is None or row[0] != fingerprint):
             db.forget_table(params["kv_name"])
-            raise Fallback
-        return tuple(row)
+            raise self.fallback()  # the checked statement changed nothing
+        # A row whose second value is null matched nothing and wrote nothing (see
+        # NativeWrites._statement); any other changed the table.
+        self.committed = row is not None and row[1] is not None
+        return None if row is None else tuple(row)
 
     def server_micros(self) -> int:
         """The server's clock when the row was read (what decides whether it expired)."""
         if self._now is None:
-            raise Fallback
+            raise self.fallback()
         return int(self._now)
 
+    def fallback(self) -> Fallback:
+        """The exception that hands the call to a transaction: :class:`Fallback`, or
+        :class:`CommittedFallback` once a write statement committed (the rule that
+        makes a fallback safe, enforced here rather than by each caller)."""
+        if self.committed:
+            raise CommittedFallback("a single-statement write needed a transaction after its statement committed")
+        return Fallback()
+
     def _needs_transaction(self, *_args: Any, **_kwargs: Any) -> NoReturn:
-        raise Fallback
+        raise self.fallback()
 
     errors = execute = query = literal_sql = driver_connection = temp_name = track = relation_exists = (
         _needs_transaction
@@ -219,7 +235,9 @@ class PgAutoCommitTable(AutoCommitTable):
             try:
                 return op(PgTable(session, cached[0]))
             except (Fallback, KvError):
-                pass  # nothing was written; an error may come from a spec changed since it was cached
+                if session.committed:  # a user's error after the write (a fallback raises CommittedFallback)
+                    raise
+                # Nothing was written; an error may come from a spec changed since it was cached.
         self._missed("write")
         return self._call(op)
 

@@ -29,7 +29,7 @@ from sqlalchemy.dialects import postgresql as pg
 
 from providers.postgres.scan_sql import live_rows
 from providers.postgres.schema import VERSION, value_converter
-from spi.checksum import MASK, NAN, TAGS, Checksum, Segment
+from spi.checksum import MASK, NAN, Checksum, Segment
 from spi.filters import Expr
 from spi.keys import ResolvedRange
 from spi.spec import TableSpec
@@ -57,7 +57,7 @@ def _sized(tag: int, data: Any) -> Any:
 
 def _value_bytes(ftype: FieldType, column: Any) -> Any:
     """The canonical bytes (tag included) of a non-null value of ``column``."""
-    tag = TAGS[ftype]
+    tag = ftype.impl.checksum_tag
     if ftype.is_integer:
         return _cat(_bytea(bytes([tag])), _int8send(column))
     if ftype in (FieldType.FLOAT, FieldType.DOUBLE):
@@ -84,7 +84,7 @@ def row_hash(table: sa.Table, spec: TableSpec, columns: Sequence[str], versions:
         value = _value_bytes(spec.type_of(name), column)
         parts.append(value if spec.is_key(name) else sa.case((column.is_(None), _bytea(b"\x00")), else_=value))
     if versions:
-        parts.append(_cat(_bytea(bytes([TAGS[FieldType.LONG]])), _int8send(table.c[VERSION])))
+        parts.append(_cat(_bytea(bytes([FieldType.LONG.impl.checksum_tag])), _int8send(table.c[VERSION])))
     digest = sa.func.substr(sa.func.md5(_cat(*parts), type_=sa.Text), 1, 16)
     hex_text = sa.literal_column("'x'", sa.Text).op("||", return_type=sa.Text)(digest)
     return sa.cast(sa.cast(hex_text, pg.BIT(64)), sa.BigInteger)

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from providers.postgres.batch import LoadBatch
-from providers.postgres.schema import EXPIRES, TYPE_NAMES, VERSION
+from providers.postgres.schema import EXPIRES, VERSION, type_name
 from providers.postgres.session import PgSession
 from spi.errors import KvError, RowExistsError
 from spi.keys import ResolvedRange
@@ -232,7 +232,7 @@ def _layout(spec: TableSpec, columns: tuple[str, ...], *, expiring: bool) -> tup
     """The columns a COPY of tuples of ``columns`` writes (then the version, and the
     expiry when ``expiring``), and their binary COPY types."""
     names = [*columns, VERSION, *([EXPIRES] if expiring else [])]
-    types = [*(TYPE_NAMES[spec.type_of(c)] for c in columns), "int8", *(["timestamptz"] if expiring else [])]
+    types = [*(type_name(spec.type_of(c)) for c in columns), "int8", *(["timestamptz"] if expiring else [])]
     return names, types
 
 

@@ -26,37 +26,31 @@ CATALOG = "kv_catalog"
 """The catalog table: one row per logical table with its spec as JSON."""
 MAX_IDENTIFIER = 63
 
-SQL_TYPES: dict[FieldType, Callable[[], Any]] = {
-    FieldType.INT: sa.Integer,
-    FieldType.LONG: sa.BigInteger,
-    FieldType.FLOAT: pg.REAL,
-    FieldType.DOUBLE: pg.DOUBLE_PRECISION,
-    FieldType.STRING: lambda: sa.Text(collation="C"),
-    FieldType.BYTES: pg.BYTEA,
-    FieldType.BOOL: sa.Boolean,
-    FieldType.TIMESTAMP: lambda: pg.TIMESTAMP(timezone=True),
+SQL_TYPES: dict[str, Callable[[], Any]] = {
+    "int4": sa.Integer,
+    "int8": sa.BigInteger,
+    "float4": pg.REAL,
+    "float8": pg.DOUBLE_PRECISION,
+    "text": lambda: sa.Text(collation="C"),
+    "bytea": pg.BYTEA,
+    "bool": sa.Boolean,
+    "timestamptz": lambda: pg.TIMESTAMP(timezone=True),
 }
-"""The column type of each field type (strings compare by code point: COLLATE "C")."""
+"""The SQLAlchemy type of each PostgreSQL type a field type names
+(:attr:`spi.types.ColumnType.postgres`): this dialect's side of the type objects.
+Strings compare by code point: COLLATE "C"."""
 
 
-TYPE_NAMES = {
-    FieldType.INT: "int4",
-    FieldType.LONG: "int8",
-    FieldType.FLOAT: "float4",
-    FieldType.DOUBLE: "float8",
-    FieldType.STRING: "text",
-    FieldType.BYTES: "bytea",
-    FieldType.BOOL: "bool",
-    FieldType.TIMESTAMP: "timestamptz",
-}
-"""PostgreSQL's name of each field's type: binary COPY's types, the casts of the values
-a single-statement write binds (so a prepared statement's types never depend on the
-first call's values)."""
+def type_name(ftype: FieldType) -> str:
+    """PostgreSQL's name of a field's type: binary COPY's types, the casts of the values
+    a single-statement write binds (so a prepared statement's types never depend on the
+    first call's values)."""
+    return ftype.impl.postgres
 
 
 def sql_type(ftype: FieldType) -> Any:
     """A fresh SQLAlchemy type object for ``ftype``."""
-    return SQL_TYPES[ftype]()
+    return SQL_TYPES[ftype.impl.postgres]()
 
 
 def quoted(name: str) -> quoted_name:

@@ -30,10 +30,9 @@ from spi.filters import Expr
 from spi.keys import KeyLike, Range, key_of
 from spi.spec import TableSpec
 from spi.table import TableBase
-from spi.types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, FieldType, validate_value
+from spi.types import IntegerType, validate_value
 from spi.validate import checked_version, full_row, validate_changes, validate_row
-
-_INT_RANGES = {FieldType.INT: (INT32_MIN, INT32_MAX), FieldType.LONG: (INT64_MIN, INT64_MAX)}
+from spi.writerules import created, increment_bounds
 
 
 class NativeWrites(TableBase):
@@ -69,7 +68,7 @@ class NativeWrites(TableBase):
 
     def _key_row(self, key: tuple[Any, ...], values: Mapping[str, Any]) -> dict[str, Any]:
         """A full row: ``key``, then ``values``, null elsewhere."""
-        return full_row(self.spec, {**dict(zip(self.spec.primary_key, key)), **values})
+        return created(self.spec, key, values)
 
     def _record(self, key: tuple[Any, ...], found: tuple[Any, ...], at: int) -> None:
         """The events of a write that returned (version, new?, ..., row from ``at``)."""
@@ -211,30 +210,34 @@ class NativeWrites(TableBase):
         and results out of range are explained by the general path)."""
         spec = self.spec
         ftype = spec.type_of(column) if column in spec.columns else None
-        numeric = ftype in (FieldType.INT, FieldType.LONG, FieldType.DOUBLE)
-        if not numeric or spec.is_key(column) or isinstance(amount, bool) or not isinstance(amount, (int, float)):
+        if (
+            ftype is None
+            or not ftype.impl.incrementable
+            or spec.is_key(column)
+            or isinstance(amount, bool)
+            or not isinstance(amount, (int, float))
+        ):
             return super().increment(key, column, amount)
-        assert ftype is not None
         k = self._key(key)
         w = self._writes
         params = self._params(k, self._lifetime(None))
-        if ftype is FieldType.DOUBLE:
+        impl = ftype.impl
+        if not isinstance(impl, IntegerType):  # a double
             if not abs(amount) < DOUBLE_GUARD:  # also NaN, and an int too large for a double
                 return super().increment(key, column, amount)
             start = float(amount) + 0.0
         else:
-            lo, hi = _INT_RANGES[ftype]
-            if not isinstance(amount, int) or not lo <= amount <= hi:
+            if not isinstance(amount, int) or not impl.min <= amount <= impl.max:
                 return super().increment(key, column, amount)
             start = amount
-            params["kv_lo"], params["kv_hi"] = lo - amount, hi - amount
+            params["kv_lo"], params["kv_hi"] = increment_bounds(ftype, amount)
         w.row_params(params, self._key_row(k, {column: start}))
         found = self._statement(w.increment(column, self._events is not None, self._in_statement), params)
         if found is None:
             return super().increment(key, column, amount)
         self._record(k, found, 4)
         value = found[3]
-        return float(value) + 0.0 if ftype is FieldType.DOUBLE else int(value)
+        return int(value) if impl.integer else float(value) + 0.0
 
     def compare_and_swap(self, key: KeyLike, column: str, expected: Any, new: Any) -> bool:
         """See :meth:`TableBase.compare_and_swap` (one statement)."""

@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 from sqlalchemy.engine import Dialect
 
 from providers.postgres.event_sql import EventSql
-from providers.postgres.schema import CATALOG, EXPIRES, TYPE_NAMES, VERSION, qualified
+from providers.postgres.schema import CATALOG, EXPIRES, VERSION, qualified, type_name
 from spi.clock import Clock, now_micros
 from spi.codec import from_micros
 from spi.spec import TableSpec
@@ -103,7 +103,7 @@ class WriteSql:
         self._events = EventSql(spec, schema, dialect) if spec.changes else None
 
     def _cast(self, column: str) -> str:
-        return TYPE_NAMES[self.spec.type_of(column)]
+        return type_name(self.spec.type_of(column))
 
     def _value(self, column: str) -> str:
         return f"%({self._params[column]})s::{self._cast(column)}"

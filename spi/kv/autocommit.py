@@ -31,13 +31,13 @@ from spi.kv.layout import Layout, LayoutCache
 from spi.kv.store import STALE, OrderedStore, Stale, StoreSession
 from spi.kv.table import KvTable, StoredPage
 from spi.kv.transaction import commit, stored_layout
-from spi.load import LoadPreparer, run_load
+from spi.load import LoadPlan, run_load
 from spi.primitives import Stored
 from spi.provider import AutoCommitTable, ProviderBase
 from spi.row import Row
 from spi.table import TableBase
-from spi.types import validate_value
 from spi.validate import check_increment, check_limit, full_row, validate_row
+from spi.writerules import created, incremented
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -143,23 +143,29 @@ class KvAutoCommitTable(AutoCommitTable):
         commits sorted streams (RocksDB), in chunks the store ingests whole
         (:mod:`spi.kv.chunked_load`)."""
 
-        def start(t: TableBase) -> tuple[LoadPreparer, int | None, Layout | None]:
-            layout = t.chunked_load_layout() if isinstance(t, KvTable) else None
-            return t._load_preparer(), t._load_expiry(ttl, keep_versions), layout
+        def start(t: TableBase) -> tuple[LoadPlan, Layout | None]:
+            return t.load_plan(ttl, keep_versions), t.chunked_load_layout() if isinstance(t, KvTable) else None
 
-        preparer, expires, layout = self._call(start)
+        plan, layout = self._call(start)
+        expires = plan.expires
         writer = ChunkedLoad(
             layout,
             self._layouts,
             self._feed,
             lambda: self._session(False),
-            lambda batch, m, kept: self._call(lambda t: t._load_validated(batch, m, kept, expires)),
+            lambda batch, m, kept: self._call(lambda t: t.write_prepared(batch, m, kept, expires)),
             expires,
             progress,
         )
         return writer.run(
             lambda write, report: run_load(
-                write, preparer, rows, mode=mode, batch_size=batch_size, progress=report, keep_versions=keep_versions
+                write,
+                plan.preparer,
+                rows,
+                mode=mode,
+                batch_size=batch_size,
+                progress=report,
+                keep_versions=keep_versions,
             )
         )
 
@@ -241,14 +247,14 @@ class KvAutoCommitTable(AutoCommitTable):
                 raw = session.get(encoded)
                 if raw is not None:
                     changed = layout.changed_in_place(
-                        raw, column, lambda v: validate_value(ftype, (v or 0) + checked, column)
+                        raw, column, lambda v: incremented(spec, column, ftype, v, checked)
                     )
                     if changed is None:
                         return STALE
                     session.commit([], [encoded], [changed[0]])
                     return changed[1]  # type: ignore[no-any-return]
-                values = full_row(spec, dict(zip(spec.primary_key, k)))
-                values[column] = new = validate_value(ftype, checked, column)
+                new = incremented(spec, column, ftype, None, checked)
+                values = created(spec, k, {column: new})
                 _put(session, layout, encoded, values, None)
                 return new  # type: ignore[no-any-return]
 

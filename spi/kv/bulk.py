@@ -17,7 +17,7 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice, repeat
 from operator import attrgetter, lt
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
@@ -26,12 +26,10 @@ from spi.errors import KvError
 from spi.keys import key_of
 from spi.load import LoadPreparer
 from spi.spec import TableSpec
-from spi.types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, MAX_KEY_BYTES, MAX_VALUE_BYTES, FieldType
+from spi.types import FieldType, size_limit
 from spi.validate import validate_row
 
 _SIGN = 1 << 63
-_INTS = (FieldType.INT, FieldType.LONG)
-_BOUNDS = {FieldType.INT: (INT32_MIN, INT32_MAX), FieldType.LONG: (INT64_MIN, INT64_MAX)}
 
 
 class RowBatch:
@@ -129,13 +127,11 @@ class KvLoadPreparer(LoadPreparer):
         types = [spec.type_of(c) for c in columns]
         self._strings = [(i, _string_limit(spec, c)) for i, c in enumerate(columns) if types[i] is FieldType.STRING]
         self._checked = [
-            (i, spec.validators[c])
-            for i, c in enumerate(columns)
-            if types[i] not in _BOUNDS and types[i] not in (FieldType.BOOL, FieldType.STRING)
+            (i, spec.validators[c]) for i, (c, t) in enumerate(zip(columns, types)) if t.impl.bulk_type(0) is Any
         ]
         self._times = [i for i, t in enumerate(types) if t is FieldType.TIMESTAMP]
         self._key_positions = [self._names.index(k) for k in spec.primary_key]
-        self._int_key = len(spec.primary_key) == 1 and spec.key_types[0] in _INTS
+        self._int_key = len(spec.primary_key) == 1 and spec.key_types[0].impl.integer
         self._pack_key = struct.Struct(f">{len(row_prefix)}sQ").pack
         self._encode_key = key_encoder(spec.key_types)
         self._encode_key_columns = key_column_encoder(spec.key_types)
@@ -143,7 +139,7 @@ class KvLoadPreparer(LoadPreparer):
             (
                 self._names.index(c),
                 prefix,
-                spec.type_of(c) in _INTS,
+                spec.type_of(c).impl.integer,
                 nullable_encoder(spec.type_of(c)),
                 column_encoder(spec.type_of(c)),
             )
@@ -263,21 +259,13 @@ def _snapshot(row: Any) -> Any:
 
 
 def _string_limit(spec: TableSpec, column: str) -> int:
-    return MAX_KEY_BYTES if spec.is_key(column) or spec.is_indexed(column) else MAX_VALUE_BYTES
+    return size_limit(spec.is_key(column), spec.is_indexed(column))
 
 
 def _struct_type(spec: TableSpec, column: str) -> Any:
     """The msgspec type of a column: one that accepts no value :mod:`spi.types` rejects."""
-    ftype = spec.type_of(column)
-    base: Any
-    if ftype in _BOUNDS:
-        lo, hi = _BOUNDS[ftype]
-        base = Annotated[int, msgspec.Meta(ge=lo, le=hi)]
-    elif ftype is FieldType.BOOL:
-        base = bool
-    elif ftype is FieldType.STRING:
-        base = Annotated[str, msgspec.Meta(max_length=_string_limit(spec, column))]
-    else:
+    base = spec.type_of(column).impl.bulk_type(_string_limit(spec, column))
+    if base is Any:
         return Any  # checked afterwards by the column's own checker
     return base if spec.is_key(column) else base | None
 

@@ -194,7 +194,7 @@ class ChunkedLoad:
             chunk = self._chunk = _Chunk(layout, self._layouts.clock)
             chunk.first = keys[0]
         try:
-            chunk.table._load_validated(batch, mode, kept, self._expires)
+            chunk.table.write_prepared(batch, mode, kept, self._expires)
             chunk.buffer.spill_if_large()
         except BaseException:
             self._drop()

@@ -44,8 +44,6 @@ SETTLE = 0.5
 """Seconds between showing what the key and the indexes answer and starting the
 reads of every row: the view is drawn, and can be left, before they load the
 process (a view left at once never reads every row)."""
-WHOLE = frozenset({spi.FieldType.INT, spi.FieldType.LONG})
-"""The column types whose histogram buckets hold whole numbers."""
 
 
 def histogram_text(hist: info.Histogram) -> Text:
@@ -244,7 +242,7 @@ class InfoScreen(Screen[None]):
         try:
             rows = self.session.table(self.table_name).scan(columns=[column])
             values = (row[column] for row in rows)
-            whole = self.spec.type_of(column) in WHOLE
+            whole = self.spec.type_of(column).is_integer
             hist = info.histogram(values, column, low, high, lambda: not worker.is_cancelled, whole=whole)
         except Exception as exc:
             self.app.call_from_thread(self._failed, exc)

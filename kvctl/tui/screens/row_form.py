@@ -32,17 +32,6 @@ from kvctl.tui.session import Session, error_text
 from kvctl.tui.widgets.dialog import Dialog, ErrorLine, field_row
 from spi.textvalues import parse_word, require_key_text
 
-PLACEHOLDERS = {
-    spi.FieldType.INT: "integer",
-    spi.FieldType.LONG: "integer",
-    spi.FieldType.FLOAT: "number",
-    spi.FieldType.DOUBLE: "number",
-    spi.FieldType.STRING: "text",
-    spi.FieldType.BYTES: "b64:base64",
-    spi.FieldType.TIMESTAMP: "2024-05-01T12:00:00Z",
-}
-
-
 FORM_CHROME = 10
 """Lines of the row form that are not its fields: title, keys, buttons, borders and
 one line of error."""
@@ -128,7 +117,7 @@ class RowFormScreen(FormScreen[Saved | None]):
                     else:
                         control = Input(
                             value="" if value is None else visible(word(value)),
-                            placeholder="required" if is_key else PLACEHOLDERS.get(f.type, ""),
+                            placeholder="required" if is_key else f.type.impl.placeholder,
                             id=f"field-{f.name}",
                             disabled=locked,
                         )
