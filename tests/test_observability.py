@@ -4,6 +4,7 @@ retry storm or a failing background sweep shows up here, not only in a benchmark
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -42,7 +43,7 @@ def _warmed(p: Any, spec: spi.TableSpec = PLAIN) -> Any:
     return t
 
 
-def test_rocksdb_everyday_calls_take_their_fast_paths(tmp_path: Path) -> None:
+def test_rocksdb_everyday_calls_take_their_fast_paths(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with spi.connect(f"rocksdb://{tmp_path}/db") as p:
         _warmed(p)
         before = p.stats()
@@ -50,8 +51,12 @@ def test_rocksdb_everyday_calls_take_their_fast_paths(tmp_path: Path) -> None:
         _everyday_calls(p)
         assert p.stats()["fast_path_misses"] == before["fast_path_misses"]
         p.admin.create_or_update(spi.TableSpec("plain", FIELDS, ["k"], indexes=["tag"]))  # a spec change
-        p.table("plain").read(("k0",))
+        with caplog.at_level(logging.DEBUG, logger="spi.kv.autocommit"):
+            p.table("plain").read(("k0",))
         assert p.stats()["fast_path_misses"] == before["fast_path_misses"] + 1
+        assert [r.getMessage() for r in caplog.records] == [
+            "read on 'plain': on a session, as the table's layout is not known yet"
+        ]
 
 
 @pytest.mark.parametrize("changes", [False, True], ids=["plain", "change-fed"])
@@ -141,7 +146,6 @@ def test_kvctl_debug_and_kvctl_log_show_what_the_provider_did(tmp_path: Path) ->
 def test_dashboard_failures_are_logged_with_their_traceback(caplog: pytest.LogCaptureFixture) -> None:
     """A dashboard worker shows one line and logs the traceback: a user's or the
     store's error at DEBUG, anything else (a bug) at ERROR."""
-    import logging
 
     from kvctl.tui.session import error_text
 
@@ -161,7 +165,6 @@ def test_dashboard_failures_are_logged_with_their_traceback(caplog: pytest.LogCa
 
 def test_debug_logs_go_to_a_file_while_the_dashboard_draws(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """With logging on, the dashboard's records go to a file, not over its screen."""
-    import logging
 
     from kvctl.logs import PACKAGES, away_from_terminal, log_to_stderr
 

@@ -259,3 +259,13 @@ def test_nothing_falls_back_once_a_statement_committed(p: Any) -> None:
     with pytest.raises(spi.RowExistsError):
         t._write(lambda tx: (tx.increment(("a",), "n", 1), tx.insert({"k": "a"})))
     assert t.read(("a",))["n"] == 2  # each increment once
+
+
+def test_every_fallback_is_counted_and_logged_with_its_reason(p: Any, caplog: pytest.LogCaptureFixture) -> None:
+    t = p.table(SPEC.name)
+    with caplog.at_level("DEBUG", logger="providers.postgres.autocommit"):
+        t.upsert({"k": "a", "n": 1})  # the first call learns the table's statements
+        t.upsert({"k": "a", "n": 2})
+    misses = [r.getMessage() for r in caplog.records if "in a transaction, as" in r.getMessage()]
+    assert misses == [f"write on {SPEC.name!r}: in a transaction, as the table's statements are not known yet"]
+    assert p.stats()["fast_path_misses"] == 1

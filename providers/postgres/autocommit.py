@@ -83,7 +83,7 @@ class _OneStatement:
         fails or the catalog no longer has this spec."""
         statement, db = self._statement, self._db
         if statement is None:
-            raise self.fallback()
+            raise self.fallback("a write's statement reads no row (it needs a transaction)")
         kept = db.take_autocommit()
         try:
             row = kept[1].execute(statement.text, statement.params(sql.spec.name, key), prepare=True).fetchone()
@@ -98,11 +98,11 @@ class _OneStatement:
                 type(exc).__name__,
                 exc,
             )
-            raise self.fallback() from None
+            raise self.fallback("the statement failed") from None
         db.give_back(kept)
         if row is None or row[0] != statement.fingerprint:
             self._db.forget_table(sql.spec.name)
-            raise self.fallback()
+            raise self.fallback("the catalog no longer holds the spec the statement was built for")
         self._now = row[1]
         if row[-2] is None:  # no version: the outer join found no row
             return None
@@ -131,11 +131,13 @@ class _OneStatement:
                 type(exc).__name__,
                 exc,
             )
-            raise self.fallback() from None
+            raise self.fallback("the statement failed") from None
         db.give_back(kept)
         if fingerprint is not None and (row is None or row[0] != fingerprint):
             db.forget_table(params["kv_name"])
-            raise self.fallback()  # the checked statement changed nothing
+            raise self.fallback(
+                "the catalog no longer holds the spec the statement was built for"
+            )  # it changed nothing
         # A row whose second value is null matched nothing and wrote nothing (see
         # NativeWrites._statement); any other changed the table.
         self.committed = row is not None and row[1] is not None
@@ -144,19 +146,21 @@ class _OneStatement:
     def server_micros(self) -> int:
         """The server's clock when the row was read (what decides whether it expired)."""
         if self._now is None:
-            raise self.fallback()
+            raise self.fallback("it needs the server's clock of a row read, and none was")
         return int(self._now)
 
-    def fallback(self) -> Fallback:
+    def fallback(self, reason: str) -> Fallback:
         """The exception that hands the call to a transaction: :class:`Fallback`, or
         :class:`CommittedFallback` once a write statement committed (the rule that
         makes a fallback safe, enforced here rather than by each caller)."""
         if self.committed:
-            raise CommittedFallback("a single-statement write needed a transaction after its statement committed")
-        return Fallback()
+            raise CommittedFallback(
+                f"a single-statement write needed a transaction after its statement committed: {reason}"
+            )
+        return Fallback(reason)
 
     def _needs_transaction(self, *_args: Any, **_kwargs: Any) -> NoReturn:
-        raise self.fallback()
+        raise self.fallback("it needs a transaction")
 
     errors = execute = query = literal_sql = driver_connection = temp_name = track = relation_exists = (
         _needs_transaction
@@ -194,6 +198,13 @@ class _GiveWay(Exception):
     """A batch written ahead rolls back: another session waits for one of its keys."""
 
 
+def _why(exc: Exception) -> str:
+    """Why a one-statement call handed over to a transaction, for the debug log."""
+    if isinstance(exc, Fallback):
+        return str(exc)
+    return f"it raised {type(exc).__name__}: {exc} (the spec may have changed since it was cached)"
+
+
 def _pg(table: TableBase) -> PgTable:
     """A PostgreSQL transaction's table, typed as such."""
     assert isinstance(table, PgTable)
@@ -214,14 +225,15 @@ class PgAutoCommitTable(AutoCommitTable):
     def read(self, key: KeyLike, *, columns: Iterable[str] | None = None) -> Row | None:
         """See :meth:`TableBase.read` (identical results, one round trip)."""
         cached = self._db.cached_read(self.name)
+        reason = "the table's statements are not known yet"
         if cached is not None:
             sql, statement = cached
             table = PgTable(_OneStatement(self._db, statement), sql)
             try:
                 return table.read(key, columns=columns)
-            except (Fallback, KvError):
-                pass  # an error may come from a spec changed since it was cached
-        self._missed("read")
+            except (Fallback, KvError) as exc:  # an error may come from a spec changed since it was cached
+                reason = _why(exc)
+        self._missed("read", reason)
         return super().read(key, columns=columns)
 
     def _write(self, op: Callable[[TableBase], T]) -> T:
@@ -230,15 +242,16 @@ class PgAutoCommitTable(AutoCommitTable):
         when the table's spec is known and it has no change feed, else (or on
         :class:`Fallback`) in a transaction."""
         cached = self._db.cached_read(self.name)
+        reason = "the table's statements are not known yet"
         if cached is not None:
             session = _OneStatement(self._db, None, records_events=cached[0].spec.changes)
             try:
                 return op(PgTable(session, cached[0]))
-            except (Fallback, KvError):
+            except (Fallback, KvError) as exc:
                 if session.committed:  # a user's error after the write (a fallback raises CommittedFallback)
                     raise
-                # Nothing was written; an error may come from a spec changed since it was cached.
-        self._missed("write")
+                reason = _why(exc)  # nothing was written; an error may come from a spec changed since it was cached
+        self._missed("write", reason)
         return self._call(op)
 
     def _load_ahead(self, expires: int | None) -> AheadWriter | None:
@@ -281,11 +294,11 @@ class PgAutoCommitTable(AutoCommitTable):
 
         return write
 
-    def _missed(self, what: str) -> None:
-        """Count and log a one-off call that runs as a transaction instead of one
-        statement (see :mod:`spi.stats`)."""
+    def _missed(self, what: str, reason: str) -> None:
+        """Count and log (with its ``reason``) a one-off call that runs as a transaction
+        instead of one statement (see :mod:`spi.stats`)."""
         self._provider.counters.add("fast_path_misses")
-        log.debug("%s on %r: in a transaction (spec not cached yet, or changed)", what, self.name)
+        log.debug("%s on %r: in a transaction, as %s", what, self.name, reason)
 
     def scan_batches(
         self,

@@ -185,8 +185,10 @@ class KvAutoCommitTable(AutoCommitTable):
         and the table's layout is remembered for its generation (the everyday case),
         on a session made without waiting for one (:meth:`OrderedStore.write_if_idle`):
         the same table code and the same one-batch commit, without a session's hand-off."""
+        reason = "the provider is closed"
         if not self._kv.closed:
             known = self._known or self._remembered()
+            reason = "the table's layout is not known yet"
             if known is not None:
                 layout = known[1]
                 clock = self._layouts.clock
@@ -196,15 +198,16 @@ class KvAutoCommitTable(AutoCommitTable):
                 if done is not STALE:
                     return done
                 self._known = None
-        self._missed("write")
+                reason = "the store is busy, or the table changed"
+        self._missed("write", reason)
         return self._call(op)
 
-    def _missed(self, what: str) -> None:
-        """Count and log a one-off call that runs on a whole session, on a store whose
-        idle calls could have taken it (see :mod:`spi.stats`)."""
+    def _missed(self, what: str, reason: str) -> None:
+        """Count and log (with its ``reason``) a one-off call that runs on a whole
+        session, on a store whose idle calls could have taken it (see :mod:`spi.stats`)."""
         if self._store.peek_generation() is not None:
             self._provider.counters.add("fast_path_misses")
-            log.debug("%s on %r: on a session (table layout not known yet, or the store busy)", what, self.name)
+            log.debug("%s on %r: on a session, as %s", what, self.name, reason)
 
     def _commit_on(self, buffer: WriteBuffer, layout: Layout, op: Callable[[TableBase], T]) -> T:
         """``op`` on the table through ``buffer``, committed as one batch."""
@@ -306,7 +309,7 @@ class KvAutoCommitTable(AutoCommitTable):
                     rows = layout.read_list([[raw]], 1, self._layouts.clock)
                     return rows[0] if rows else None
                 self._known = None
-            self._missed("read")
+            self._missed("read", "the table's layout is not known yet" if known is None else "the store is busy")
         return super().read(key, columns=columns)
 
     def _remembered(self) -> tuple[int, Layout] | None:
