@@ -134,17 +134,24 @@ def test_every_dashboard_point_in_a_terminal(
 
     # the info view: count, size, the change sparkline, column statistics, a histogram
     latitudes = [r["latitude"] for r in airports]
-    tmux.keys("i")
-    screen = tmux.wait_for_text("rows: 3,376", "3,376 events", str(max(latitudes)), "of values")
-    assert "change events per minute" in screen and re.search(r"[▁▂▃▄▅▆▇█]{20}", screen), screen
-    if kind == "rocksdb":
-        assert "the store on disk: " in screen
-    words = [without_scrollbar(line).split() for line in screen.splitlines()]
-    stats = {w[0]: w[1:] for w in words if w}
+    want = {}
     for column in ("city", "state", *NUMBERS):
         values = [r[column] for r in airports if r[column] is not None]
         nulls = len(airports) - len(values)
-        assert stats[column] == [AIRPORTS.type_of(column).value, str(nulls), str(min(values)), str(max(values))]
+        want[column] = [AIRPORTS.type_of(column).value, str(nulls), str(min(values)), str(max(values))]
+
+    def stats_shown(screen: str) -> bool:
+        """Every column's statistics drawn whole (they fill in as the reads answer)."""
+        words = [without_scrollbar(line).split() for line in screen.splitlines()]
+        stats = {w[0]: w[1:] for w in words if w}
+        return all(stats.get(column) == expected for column, expected in want.items())
+
+    tmux.keys("i")
+    screen = tmux.wait_for_text("rows: 3,376", "3,376 events", str(max(latitudes)), "of values")
+    screen = tmux.wait_for(stats_shown, f"the columns' statistics {want}")
+    assert "change events per minute" in screen and re.search(r"[▁▂▃▄▅▆▇█]{20}", screen), screen
+    if kind == "rocksdb":
+        assert "the store on disk: " in screen
     tmux.keys("End")
     expected = buckets(latitudes)  # scrolled to: wait for its last line
     screen = tmux.wait_for(lambda s: histogram_counts(s.splitlines()) == expected, f"the histogram {expected}")

@@ -140,9 +140,28 @@ class InfoScreen(Screen[None]):
         grid = self.query_one("#info-columns", DataTable)
         for key, label in (("column", "column"), ("type", "type"), ("nulls", "nulls"), ("min", "min"), ("max", "max")):
             grid.add_column(label, key=key)
-        for f in self.spec.fields:
-            grid.add_row(header(f.name, self.spec.is_key(f.name)), str(f.type), "", "", "", key=f.name)
+        self._fill(grid)
         self.action_refresh()
+
+    def _fill(self, grid: DataTable[RenderableType]) -> None:
+        """One row per column of the table, with what is known of it (``…``: not yet;
+        ``-``: none). The rows are added anew each time: Textual's ``update_cell``
+        redraws a cell before it widens its column, and that narrow drawing stays
+        cached until the table changes again (a value cut to its column's label)."""
+        grid.clear()
+        for f in self.spec.fields:
+            c = self._stats.get(f.name)
+            cells: list[RenderableType] = [header(f.name, self.spec.is_key(f.name)), str(f.type)]
+            if c is None:
+                cells += ["", "", ""]
+            else:
+                cells.append("…" if c.nulls is None else f"{c.nulls:,}")
+                for value in (c.min, c.max):
+                    if not c.ranged and c.type in info.STAT_TYPES:
+                        cells.append("…")
+                    else:
+                        cells.append(cell(value) if value is not None else Text("-", style="dim"))
+            grid.add_row(*cells, key=f.name)
 
     def action_refresh(self) -> None:
         """Read count, statistics, size, histogram and change rate again: what the key
@@ -292,17 +311,9 @@ class InfoScreen(Screen[None]):
         histogram picked once its column's min and max are known."""
         if gone(self, "#info-columns"):
             return
-        grid = self.query_one("#info-columns", DataTable)
         for c in columns:
             self._stats[c.name] = c
-            grid.update_cell(c.name, "nulls", "…" if c.nulls is None else f"{c.nulls:,}", update_width=True)
-            for key, value in (("min", c.min), ("max", c.max)):
-                if not c.ranged and c.type in info.STAT_TYPES:
-                    shown: RenderableType = "…"
-                else:
-                    shown = cell(value) if value is not None else Text("-", style="dim")
-                grid.update_cell(c.name, key, shown, update_width=True)
-        grid.check_idle()  # the new widths wait for the grid's idle, which update_cell does not prompt
+        self._fill(self.query_one("#info-columns", DataTable))
         if all(c.known for c in self._stats.values()):
             self.query_one("#info-note", Static).display = False
         if self._drawn is None and self._reading:
