@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import itertools
 import os
 import pickle
 import shutil
@@ -206,9 +205,9 @@ class ArrowSpool:
         again)."""
         columns = self._spec.columns
         if set(self._schema.names) == set(columns):
-            return ValidatedRows(self._spec, itertools.chain.from_iterable(map(_tuples, self._batches(columns))))
+            return ValidatedRows(self._spec, map(_columns, self._batches(columns)))
         names = self._schema.names
-        return (dict(zip(names, values)) for batch in self._batches(names) for values in _tuples(batch))
+        return (dict(zip(names, values)) for batch in self._batches(names) for values in zip(*_columns(batch)))
 
     def distinct_keys(self) -> int:
         """How many distinct keys the rows have. Up to :data:`DISTINCT_AT_ONCE` rows their
@@ -287,11 +286,11 @@ def _partitions(batch: Any, parts: int) -> Iterator[Any]:
         yield batch.filter(pc.equal(part, i))
 
 
-def _tuples(batch: Any) -> Iterator[tuple[Any, ...]]:
-    """The rows of a typed record batch as tuples of spi values."""
+def _columns(batch: Any) -> list[list[Any]]:
+    """The columns of a typed record batch as lists of spi values."""
     from kvctl.columnar import batch_columns  # lazy: pyarrow is heavy
 
-    return zip(*batch_columns(batch))
+    return batch_columns(batch)
 
 
 def _line_of(source: Input, kind: str, index: int) -> int | None:

@@ -26,9 +26,11 @@ import collections
 import csv
 import datetime as dt
 import functools
+import importlib.abc
 import itertools
 import math
 import operator
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +69,35 @@ class Undecided(Exception):
         self.index = index
 
 
+def no_pandas_lookups() -> None:
+    """Keep pyarrow from importing pandas (0.2 s of each ``put --file`` where pandas is
+    installed). pyarrow asks, the first time it converts a Python value, whether the
+    value is a pandas object, importing pandas to know; kvctl gives it none. So that
+    first look is made here while an import finder refuses pandas, and pyarrow does
+    not look again. The finder goes at once: code that needs pandas (pyarrow's
+    ``to_pandas`` included) imports it as usual."""
+    import pyarrow as pa
+
+    if "pandas" in sys.modules:
+        return
+    sys.meta_path.insert(0, _NO_PANDAS)
+    try:
+        pa.scalar(0)
+    finally:
+        sys.meta_path.remove(_NO_PANDAS)
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """An import finder that refuses pandas (see :func:`no_pandas_lookups`)."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        if fullname == "pandas":
+            raise ModuleNotFoundError("pandas is not looked up here", name=fullname)
+
+
+_NO_PANDAS = _NoPandas()
+
+
 def well_formed(path: str, kind: str, delimiter: str) -> None:
     """Raise :class:`Undecided` unless Python's ``csv`` (strict) reads the whole file;
     a file without a quote character needs no check (pyarrow and ``csv`` agree on it)."""
@@ -98,6 +129,7 @@ def read_batches(
     import pyarrow as pa
     import pyarrow.csv as pa_csv
 
+    no_pandas_lookups()
     delimiter = text.separator(kind)
     parse = pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
     try:
@@ -259,6 +291,7 @@ def read_json_batches(spec: spi.TableSpec, chunks: Iterator[Columns]) -> tuple[p
     Raises :class:`Undecided` when there is no record or a column is not the spec's
     (the reference says which), and for the first record that may be bad while
     iterating."""
+    no_pandas_lookups()
     first = next(chunks, {})
     if not first or not set(spec.primary_key) <= set(first) <= set(spec.columns):
         raise Undecided(None)

@@ -19,10 +19,10 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
-from itertools import islice, repeat
-from typing import Any, NamedTuple
+from itertools import chain, islice, repeat
+from typing import Any, NamedTuple, overload
 
 from spi.codec import encode_key, to_micros
 from spi.errors import (
@@ -79,13 +79,14 @@ class LoadPreparer:
                 raise
         return taken
 
-    def take_validated(self, rows: Iterator[tuple[Any, ...]], n: int) -> list[Any]:
+    def take_validated(self, feed: ColumnFeed, n: int) -> Sequence[Any]:
         """Up to ``n`` rows of a :class:`ValidatedRows` made for this preparer's spec
-        (tuples), not validated again: here as the dicts :meth:`take` makes (a provider
-        may keep them as they are for its :meth:`prepare` and :meth:`key_of`)."""
-        return list(map(dict, map(zip, repeat(self.spec.columns), islice(rows, n))))
+        (``feed.take(n)``: their columns), not validated again: here as the dicts
+        :meth:`take` makes (a provider may keep the columns for its :meth:`prepare`
+        and :meth:`key_of`, as :class:`ColumnRows`)."""
+        return list(map(dict, map(zip, repeat(self.spec.columns), zip(*feed.take(n)))))
 
-    def prepare(self, taken: list[Any]) -> Any:
+    def prepare(self, taken: Sequence[Any]) -> Any:
         """What the batch writer takes for the rows of :meth:`take` (here, the rows)."""
         return taken
 
@@ -95,23 +96,89 @@ class LoadPreparer:
 
 
 class ValidatedRows:
-    """Rows a load need not validate again, each a tuple of the values of every
-    column of ``spec`` in declaration order: exactly the values
-    :func:`spi.validate.validate_row` returns for the row (canonical: timestamps aware
-    in UTC, floats rounded to float32, ``-0.0`` as ``0.0``, NaN as ``math.nan``).
+    """Rows a load need not validate again, given column by column: ``batches`` yields
+    lists of columns, one list per column of ``spec`` in declaration order (all of one
+    length), holding exactly the values :func:`spi.validate.validate_row` returns
+    for the rows (canonical: timestamps aware in UTC, floats rounded to float32,
+    ``-0.0`` as ``0.0``, NaN as ``math.nan``).
 
     A front end that has validated its input column by column (``kvctl put --file``)
-    passes them to ``load`` wrapped in this. Iterated, they are rows as dicts; a load
-    into a table whose spec is not ``spec`` (it changed since) validates them as any
-    rows, and so does a load that keeps versions.
+    passes them to ``load`` wrapped in this, and a provider may encode them column by
+    column too. Iterated, they are rows as dicts; a load into a table whose spec is
+    not ``spec`` (it changed since) validates them as any rows, and so does a load
+    that keeps versions.
     """
 
-    def __init__(self, spec: TableSpec, rows: Iterable[tuple[Any, ...]]) -> None:
+    def __init__(self, spec: TableSpec, batches: Iterable[list[list[Any]]]) -> None:
         self.spec = spec
-        self.rows = rows
+        self.batches = batches
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        return map(dict, map(zip, repeat(self.spec.columns), self.rows))
+        names = self.spec.columns
+        for columns in self.batches:
+            yield from map(dict, map(zip, repeat(names), zip(*columns)))
+
+
+class ColumnFeed:
+    """The column batches of a :class:`ValidatedRows`, taken ``n`` rows at a time
+    whatever the batches' own lengths (slices of lists, in C)."""
+
+    def __init__(self, spec: TableSpec, batches: Iterable[list[list[Any]]]) -> None:
+        self._width = len(spec.columns)
+        self._batches = iter(batches)
+        self._columns: list[list[Any]] = []
+        self._at = 0
+
+    def take(self, n: int) -> list[list[Any]]:
+        """The columns of the next ``n`` rows (fewer at the end; none once it is reached)."""
+        parts: list[list[list[Any]]] = []
+        need = n
+        while need:
+            left = len(self._columns[0]) - self._at if self._columns else 0
+            if left == 0:
+                columns = next(self._batches, None)
+                if columns is None:
+                    break
+                self._columns, self._at = columns, 0
+                continue
+            step = min(need, left)
+            start, self._at = self._at, self._at + step
+            whole = start == 0 and step == len(self._columns[0])
+            parts.append(self._columns if whole else [c[start : self._at] for c in self._columns])
+            need -= step
+        if not parts:
+            return [[] for _ in range(self._width)]
+        if len(parts) == 1:
+            return parts[0]
+        return [list(chain.from_iterable(part[i] for part in parts)) for i in range(self._width)]
+
+
+class ColumnRows(Sequence[tuple[Any, ...]]):
+    """Rows held as their columns (one list per column): what a preparer that encodes
+    column by column takes of a :class:`ValidatedRows`. Indexed or iterated, rows are
+    tuples; sliced, a :class:`ColumnRows` again."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self, columns: list[list[Any]] | ColumnRows) -> None:
+        self.columns: list[list[Any]] = columns.columns if isinstance(columns, ColumnRows) else columns
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Any, ...]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> ColumnRows: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[Any, ...] | ColumnRows:
+        if isinstance(index, slice):
+            return ColumnRows([c[index] for c in self.columns])
+        return tuple(c[index] for c in self.columns)
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return zip(*self.columns)
 
 
 BatchWriter = Callable[[Any, str, Kept | None], None]
@@ -195,9 +262,9 @@ def run_load(
     check_batch_size(batch_size)
     reader = _VersionReader(iter(rows)) if keep_versions else None
     spec = preparer.spec
-    take: Callable[[], list[Any]]
+    take: Callable[[], Sequence[Any]]
     if reader is None and isinstance(rows, ValidatedRows) and rows.spec == spec and rows.spec.columns == spec.columns:
-        take = partial(preparer.take_validated, iter(rows.rows), batch_size)
+        take = partial(preparer.take_validated, ColumnFeed(spec, rows.batches), batch_size)
     else:
         source = iter(rows) if reader is None else iter(reader)
         held = isinstance(rows, (list, tuple))
@@ -229,15 +296,15 @@ class _CutToFit:
         self._preparer = preparer
         self._mode = mode
         self._fitting = Fitting()
-        self.current: list[Any] = []
+        self.current: Sequence[Any] = []
 
-    def write(self, taken: list[Any], batch: Any, kept: Kept | None) -> Iterator[int]:
+    def write(self, taken: Sequence[Any], batch: Any, kept: Kept | None) -> Iterator[int]:
         """Write the rows ``taken`` (prepared as ``batch``); yields the rows of each
         piece as it commits."""
 
         def piece(start: int, stop: int) -> int:
             whole = stop - start == len(taken)
-            rows = taken if whole else type(taken)(taken[start:stop])  # a preparer's list type marks its rows' kind
+            rows = taken if whole else taken[start:stop]  # a list, or ColumnRows again
             self.current = rows
             part = kept if kept is None or whole else Kept(kept.versions[start:stop], kept.expires[start:stop])
             self._write_batch(batch if whole else self._preparer.prepare(rows), self._mode, part)
@@ -253,7 +320,7 @@ too large for one transaction); any other (the store unavailable or out of space
 conflict, a frozen table) is about the store, and names no row."""
 
 
-def _failed(exc: KvError, preparer: LoadPreparer, taken: list[Any], written: int) -> None:
+def _failed(exc: KvError, preparer: LoadPreparer, taken: Sequence[Any], written: int) -> None:
     """Set on ``exc``, about the batch ``taken`` after ``written`` rows: ``rows_written``
     and, for an error about a row, its ``row_index`` in the whole input (a write's
     error found by key) and the row in its message."""
@@ -269,7 +336,7 @@ def _pipelined(
     write_batch: BatchWriter,
     write_ahead: AheadWriter,
     preparer: LoadPreparer,
-    batches: Iterator[tuple[list[Any], Any]],
+    batches: Iterator[tuple[Sequence[Any], Any]],
     mode: str,
     progress: Callable[[int], None] | None,
 ) -> int:
@@ -282,7 +349,7 @@ def _pipelined(
     from concurrent.futures import Future, ThreadPoolExecutor
 
     written = 0
-    window: deque[tuple[list[Any], Future[None]]] = deque()
+    window: deque[tuple[Sequence[Any], Future[None]]] = deque()
     before: tuple[set[Any], _Turn] | None = None  # the keys of the batch before, and its turn
 
     def finish_oldest() -> None:
@@ -370,15 +437,15 @@ class _Abandoned(Exception):
 
 def _prepared(
     preparer: LoadPreparer,
-    take: Callable[[], list[Any]],
+    take: Callable[[], Sequence[Any]],
     mode: str,
     batch_size: int,
     reader: _VersionReader | None,
-) -> Iterator[tuple[list[Any], Any]]:
+) -> Iterator[tuple[Sequence[Any], Any]]:
     """Each batch's rows and what the writer takes for them, until the input ends; an
     error about a row of a batch carries its ``row_index`` in the batch."""
     while True:
-        taken: list[Any] = []
+        taken: Sequence[Any] = []
         try:
             if reader is not None:
                 reader.next_batch()
@@ -417,7 +484,7 @@ def _take(
         raise error from None
 
 
-def _check_distinct(preparer: LoadPreparer, taken: list[Any]) -> None:
+def _check_distinct(preparer: LoadPreparer, taken: Sequence[Any]) -> None:
     types = preparer.spec.key_types
     seen: set[bytes] = set()
     for i, row in enumerate(taken):
@@ -430,7 +497,7 @@ def _check_distinct(preparer: LoadPreparer, taken: list[Any]) -> None:
         seen.add(encoded)
 
 
-def _batch_position(preparer: LoadPreparer, taken: list[Any], exc: KvError) -> int:
+def _batch_position(preparer: LoadPreparer, taken: Sequence[Any], exc: KvError) -> int:
     """Position in the batch of the row an error is about (by key), else 0."""
     key = getattr(exc, "key", None)
     if key is not None:

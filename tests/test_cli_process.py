@@ -191,3 +191,29 @@ def test_interrupt_exits_130(url: str, tmp_path: Path) -> None:
     assert proc.returncode == 130 and out == "", err
     assert err.strip().splitlines() == ["error: interrupted"]
     assert run_process("--url", url, "count", "orders", "--prefix", "region=zz").out == "0\n"
+
+
+@pytest.mark.parametrize("kind", ["csv", "ndjson"])
+def test_put_file_does_not_import_pandas(tmp_path: Path, request: pytest.FixtureRequest, kind: str) -> None:
+    """pyarrow imports pandas (0.2 s) the first time it converts a Python value, where
+    pandas is installed (as it is here); ``put --file`` keeps it from looking."""
+    pytest.importorskip("pandas")
+    url = provider_url("rocksdb", tmp_path, request)
+    run_process("--url", url, "table", "create", "t", "--field", "k:long", "--field", "s:string", "--pk", "k")
+    data = tmp_path / f"rows.{kind}"
+    rows = [{"k": i, "s": f"s{i}"} for i in range(100)]
+    data.write_text(
+        "k,s\n" + "".join(f"{r['k']},{r['s']}\n" for r in rows)
+        if kind == "csv"
+        else "".join(json.dumps(r) + "\n" for r in rows)
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-c", STARTUP_PROBE, "--url", url, "put", "t", "--file", str(data)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout == "100\n", proc.stderr
+    modules = set(proc.stderr.split("MODULES ")[1].split())
+    assert "pyarrow" in modules and "pandas" not in modules

@@ -261,14 +261,35 @@ def test_validated_rows_are_validated_again_for_another_spec() -> None:
     provider = spi.connect("memory://")
     provider.admin.create(spi.TableSpec("v", [spi.Field("k", "long"), spi.Field("n", "int")], ["k"]))
     table = provider.table("v")
-    same_spec = ValidatedRows(table.spec, [(1, 10), (2, 20)])
+    same_spec = ValidatedRows(table.spec, [[[1, 2], [10, 20]]])
     assert table.load(same_spec) == 2
     assert [dict(r) for r in table.scan()] == [{"k": 1, "n": 10}, {"k": 2, "n": 20}]
     other = spi.TableSpec("v", [spi.Field("k", "long"), spi.Field("n", "long")], ["k"])
     with pytest.raises(spi.InvalidFieldError) as caught:
-        table.load(ValidatedRows(other, [(3, 1), (4, 2**40)]))
+        table.load(ValidatedRows(other, [[[3, 4], [1, 2**40]]]))
     assert caught.value.row_index == 1 and caught.value.rows_written == 0
     provider.close()
+
+
+@pytest.mark.parametrize("url", ["memory://", "rocksdb"])
+@pytest.mark.parametrize("batch_size", [1, 3, 7, 100])
+def test_validated_columns_load_whatever_their_batches_lengths(tmp_path: Path, url: str, batch_size: int) -> None:
+    """Column batches of uneven lengths (what a file's blocks give) load as the rows
+    they hold, taken ``batch_size`` at a time across the batches' edges; an insert of
+    a key twice names the row, counted across batches."""
+    from spi.load import ValidatedRows
+
+    spec = spi.TableSpec("v", [spi.Field("k", "long"), spi.Field("s", "string")], ["k"], indexes=["s"])
+    batches = [[[0, 1, 2], ["a", "b", "c"]], [[3], ["d"]], [[], []], [[4, 5, 6, 7, 8], ["e", "f", "g", "h", "i"]]]
+    with spi.connect(url if url != "rocksdb" else f"rocksdb://{tmp_path}/db") as provider:
+        provider.admin.create(spec)
+        table = provider.table("v")
+        assert table.load(ValidatedRows(spec, batches), batch_size=batch_size) == 9
+        assert [(r["k"], r["s"]) for r in table.scan()] == [(i, "abcdefghi"[i]) for i in range(9)]
+        assert [r["k"] for r in table.scan(order_by="s")] == list(range(9))
+        with pytest.raises(spi.RowExistsError) as caught:
+            table.load(ValidatedRows(spec, [[[9], ["j"]], [[10, 9], ["k", "l"]]]), mode="insert", batch_size=batch_size)
+        assert caught.value.row_index == 2
 
 
 def test_json_files_keep_every_contract_point(kv: Kvctl, tmp_path: Path) -> None:

@@ -12,14 +12,14 @@ and errors are exactly those of the default preparer. Rows validated already
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice, repeat
 from operator import itemgetter
 from typing import Any, cast
 
 from spi.errors import KvError
 from spi.keys import key_of
-from spi.load import LoadPreparer
+from spi.load import ColumnFeed, LoadPreparer
 from spi.spec import TableSpec
 from spi.validate import validate_row, value_checks
 
@@ -107,14 +107,14 @@ class PgLoadPreparer(LoadPreparer):
             raise
         return taken
 
-    def take_validated(self, rows: Iterator[tuple[Any, ...]], n: int) -> list[Any]:
-        """Up to ``n`` rows of a :class:`spi.load.ValidatedRows` (tuples of every column)
-        as COPY tuples, without validating them again."""
-        return list(map(tuple.__add__, islice(rows, n), repeat((1,))))
+    def take_validated(self, feed: ColumnFeed, n: int) -> list[Any]:
+        """Up to ``n`` rows of a :class:`spi.load.ValidatedRows` as COPY tuples (every
+        column, then version 1), without validating them again."""
+        return list(zip(*feed.take(n), repeat(1)))
 
-    def prepare(self, taken: list[Any]) -> LoadBatch:
+    def prepare(self, taken: Sequence[Any]) -> LoadBatch:
         """The batch the writer takes."""
-        return LoadBatch(self.spec, taken)
+        return LoadBatch(self.spec, taken if isinstance(taken, list) else list(taken))
 
     def key_of(self, row: Any) -> tuple[Any, ...]:
         """The key tuple of a taken row."""

@@ -24,7 +24,7 @@ import msgspec
 from spi.codec import column_encoder, key_column_encoder, key_encoder, nullable_encoder, to_micros
 from spi.errors import KvError
 from spi.keys import key_of
-from spi.load import LoadPreparer
+from spi.load import ColumnFeed, ColumnRows, LoadPreparer
 from spi.spec import TableSpec
 from spi.types import FieldType, size_limit
 from spi.validate import validate_row
@@ -94,11 +94,6 @@ class RowBatch:
         return self.rows if self.rows is not None else [self.row(i) for i in range(len(self.keys))]
 
 
-class _Validated(list[tuple[Any, ...]]):
-    """Rows of a :class:`spi.load.ValidatedRows`: tuples of every column in layout
-    order, validated already."""
-
-
 class KvLoadPreparer(LoadPreparer):
     """Batches for a table stored as ``row_prefix + key`` → ``msgpack([version,
     *values in columns order])``, with index entries ``prefix + encode_nullable(value)
@@ -153,18 +148,18 @@ class KvLoadPreparer(LoadPreparer):
             return list(islice(rows, n))
         return [row.copy() if type(row) is dict else _snapshot(row) for row in islice(rows, n)]
 
-    def take_validated(self, rows: Iterator[tuple[Any, ...]], n: int) -> list[Any]:
-        """Up to ``n`` rows of a :class:`spi.load.ValidatedRows`, kept as the tuples
+    def take_validated(self, feed: ColumnFeed, n: int) -> Sequence[Any]:
+        """Up to ``n`` rows of a :class:`spi.load.ValidatedRows`, kept as the columns
         they are (:meth:`prepare` encodes them without checking them again)."""
         if self._names != self.spec.columns:
-            return super().take_validated(rows, n)
-        return _Validated(islice(rows, n))
+            return super().take_validated(feed, n)
+        return ColumnRows(feed.take(n))
 
-    def prepare(self, taken: list[Any]) -> RowBatch:
+    def prepare(self, taken: Sequence[Any]) -> RowBatch:
         """The batch, encoded when every row passes the batch checks (or was validated
         already: :meth:`take_validated`)."""
-        if type(taken) is _Validated:
-            return self._encoded(list(map(list, zip(*taken))))
+        if type(taken) is ColumnRows:
+            return self._encoded(list(taken.columns))
         columns = self._validated_columns(taken)
         if columns is not None:
             try:
@@ -179,7 +174,7 @@ class KvLoadPreparer(LoadPreparer):
             return tuple(map(row.__getitem__, self._key_positions))
         return key_of(self.spec, row)
 
-    def _validated_columns(self, taken: list[Any]) -> list[list[Any]] | None:
+    def _validated_columns(self, taken: Sequence[Any]) -> list[list[Any]] | None:
         """The batch's values column by column (layout order), or None when some row
         needs the exact per-row path."""
         try:
@@ -240,7 +235,7 @@ class KvLoadPreparer(LoadPreparer):
             ordered=ordered,
         )
 
-    def _validated_rows(self, taken: list[Any]) -> RowBatch:
+    def _validated_rows(self, taken: Sequence[Any]) -> RowBatch:
         spec, rows = self.spec, []
         for i, row in enumerate(taken):
             try:
