@@ -10,6 +10,7 @@ reads everything again.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import ClassVar
 
@@ -18,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
+from textual.widgets.data_table import CellDoesNotExist
 from textual.worker import get_current_worker
 
 import spi
@@ -154,8 +156,18 @@ class TablesScreen(Screen[None]):
 
     def _counted(self, name: str, count: int | None, counting: int | None) -> None:
         if name in self.specs:
-            self.grid.update_cell(name, "rows", count_text(count, counting), update_width=True)
+            text = count_text(count, counting)
+            self.grid.update_cell(name, "rows", text, update_width=True)
             self.grid.check_idle()  # the new width waits for the grid's idle, which update_cell does not prompt
+            # Textual may draw the cell before its column widens and keep that drawing
+            # cached until the table changes again: the last count is set once more
+            # after the next refresh, which draws it anew at the column's width.
+            if count is not None:
+                self.grid.call_after_refresh(self._redrawn, name, text)
+
+    def _redrawn(self, name: str, text: str) -> None:
+        with contextlib.suppress(CellDoesNotExist):  # the table list was read again since
+            self.grid.update_cell(name, "rows", text)
 
     @on(DataTable.RowSelected, "#tables")
     def open_table(self, event: DataTable.RowSelected) -> None:
