@@ -22,7 +22,6 @@ STAGING_PREFIX = "kv_stage_"
 APPLIED_TABLE = "kv_applied"
 """The hidden table of applied change-feed positions (:mod:`spi.applied`): a
 :class:`TableSpec` and ``admin.create`` take this one reserved name."""
-_WIDENINGS = {(FieldType.INT, FieldType.LONG), (FieldType.FLOAT, FieldType.DOUBLE)}
 
 
 def validate_name(name: Any, what: str, *, staging: bool = False, internal: bool = False) -> str:
@@ -478,7 +477,7 @@ def plan_schema_change(old: TableSpec, new: TableSpec) -> SchemaChange:
         new_type = new.type_of(f.name)
         if new_type == f.type:
             continue
-        if (f.type, new_type) in _WIDENINGS and not old.is_key(f.name):
+        if f.type.impl.widens_to == new_type and not old.is_key(f.name):
             widened.append(Field(f.name, new_type))
         else:
             raise IncompatibleSchemaError(

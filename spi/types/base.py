@@ -91,6 +91,9 @@ class ColumnType:
     numeric: ClassVar[bool] = False
     incrementable: ClassVar[bool] = False
     """Whether ``increment`` may add to a column of the type."""
+    widens_to: FieldType | None = None
+    """The type a column of this type may change to in place, every stored value
+    valid as it is (``int`` to ``long``, ``float`` to ``double``), or None."""
     arrow: ClassVar[tuple[str, tuple[Any, ...]]]
     """The pyarrow type factory and its arguments (exact: no widening, no narrowing)."""
     postgres: ClassVar[str]

@@ -39,6 +39,7 @@ class FloatType(ColumnType):
     def __init__(self, field_type: FieldType, single: bool) -> None:
         super().__init__(field_type)
         self.single = single
+        self.widens_to = FieldType.DOUBLE if single else None
         self.incrementable = not single  # type: ignore[misc]  # a float32 sum would round at each step
         self.arrow = ("float32", ()) if single else ("float64", ())  # type: ignore[misc]
         self.postgres = "float4" if single else "float8"  # type: ignore[misc]

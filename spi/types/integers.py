@@ -51,6 +51,7 @@ class IntegerType(ColumnType):
     def __init__(self, field_type: FieldType, bits: int, arrow: str, postgres: str) -> None:
         super().__init__(field_type)
         self.bits = bits
+        self.widens_to = FieldType.LONG if bits < 64 else None
         self.min, self.max = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
         self.arrow = (arrow, ())  # type: ignore[misc]
         self.postgres = postgres  # type: ignore[misc]
