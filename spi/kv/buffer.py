@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 _CHUNK = 256
 """Buffered keys merged into a scan per step (see :meth:`WriteBuffer.iterate`)."""
+_PROBE = 1024
+"""Stored keys :meth:`WriteBuffer.get_many` walks at most before it looks keys up one
+by one instead (and a quarter of the keys it reads at most)."""
 
 
 class Cursor:
@@ -117,9 +120,7 @@ class WriteBuffer:
         """The values under ``keys`` as this transaction sees them, in order;
         ``ordered``: the keys are strictly increasing.
 
-        When no stored key lies between the smallest and the largest of the keys
-        not written by this transaction (appends, loads into an empty stretch),
-        one seek shows that none of them exists and the lookups are skipped.
+        The keys not written by this transaction are read by :meth:`_stored`.
         """
         if not keys:
             return []
@@ -127,12 +128,31 @@ class WriteBuffer:
         self._settle(lo, hi)  # a load's runs below these keys stay as they are
         writes = self._writes
         if not writes or writes.keys().isdisjoint(keys):  # one pass in C
-            return self._session.get_many(keys) if self.any_stored(lo, hi) else [None] * len(keys)
+            return self._stored(keys, lo, hi)
         pending = [k for k in keys if k not in writes]
         stored: dict[bytes, bytes | None] = {}
-        if pending and self.any_stored(min(pending), max(pending)):
-            stored = dict(zip(pending, self._session.get_many(pending)))
+        if pending:
+            stored = dict(zip(pending, self._stored(pending, min(pending), max(pending))))
         return [writes[k] if k in writes else stored.get(k) for k in keys]
+
+    def _stored(self, keys: list[bytes], lo: bytes, hi: bytes) -> list[bytes | None]:
+        """The stored values under ``keys`` (``lo`` and ``hi`` the least and the
+        greatest). When few stored keys lie between them (a load into an empty stretch,
+        or beside rows loaded before, as a file in departure order meets its last
+        batch's day), reading those is one seek and a short walk, not a lookup per
+        key; else (after a walk of at most :data:`_PROBE` keys) one lookup per key."""
+        items = self._session.iterate(lo, hi + b"\x00", False)
+        try:
+            near = list(islice(items, min(len(keys) // 4, _PROBE) + 1))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+        if len(near) > min(len(keys) // 4, _PROBE):
+            return self._session.get_many(keys)
+        if not near:
+            return [None] * len(keys)
+        return list(map(dict(near).get, keys))
 
     def any_stored(self, lo: bytes, last: bytes) -> bool:
         """True if the store holds a key in ``[lo, last]`` (this transaction's writes aside)."""
