@@ -336,7 +336,8 @@ def test_import_terminated_part_way(spark: Any, tmp_path: Path, request: pytest.
     url = _store("postgres", tmp_path, request)
     folder = tmp_path / "in"
     folder.mkdir()
-    for part in range(10):
+    parts = 30  # enough that the import is still running when the signal comes, on a fast machine too
+    for part in range(parts):
         ids = range(part * 20_000, (part + 1) * 20_000)
         pq.write_table(pa.table({"id": ids, "name": [f"n{i}" for i in ids]}), folder / f"part{part}.parquet")
     proc = _start("--url", url, "import", "t", "--in", str(folder), "--format", "parquet")
@@ -344,11 +345,11 @@ def test_import_terminated_part_way(spark: Any, tmp_path: Path, request: pytest.
     assert proc.poll() is None, proc.communicate()
     res = _stop(proc, signal.SIGTERM)
     assert_one_error(res, 143)
-    said = re.fullmatch(r"error: terminated; (at least (\d+) of|some of) 200000 rows (may have been )?written; "
+    said = re.fullmatch(rf"error: terminated; (at least (\d+) of|some of) {parts * 20_000} rows (may have been )?written; "
                         r"to finish \(a rerun upserts\): (kvctl .*)", res.err.strip())  # fmt: skip
     assert said is not None, res.err
     written, finish = int(said.group(2) or 0), said.group(4)
     assert (said.group(1) == "some of") == (said.group(3) is not None) == (written == 0)
     assert written <= _count(url)  # (tasks running when the jobs were cancelled may finish their rows)
     assert run_process(*shlex.split(finish)[1:]).code == 0
-    assert _count(url) == 200_000
+    assert _count(url) == parts * 20_000

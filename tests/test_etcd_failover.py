@@ -209,9 +209,11 @@ def test_the_watch_stream_moves_to_another_member_when_its_member_dies(
 
 
 INCREMENTER = """
-import sys, spi
+import sys, time, spi
 p = spi.connect(sys.argv[1])
 t = p.table("t")
+t.read((1,))
+time.sleep(max(0.0, float(sys.argv[3]) - time.time()))  # every process starts at once
 for _ in range(int(sys.argv[2])):
     t.increment((1,), "n")
 print(p.stats()["conflict_retries"])
@@ -222,9 +224,10 @@ def test_processes_incrementing_one_key_get_the_exact_total(etcd_factory: Callab
     """4 processes increment one row at once: conflicts are retried, none is lost."""
     p, t = _table(etcd_factory)
     each = 25
+    start = str(time.time() + 5)  # after the processes' start-up, which would otherwise run them one by one
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", INCREMENTER, p.url, str(each)], cwd=ROOT, env=_env(), stdout=subprocess.PIPE
+            [sys.executable, "-c", INCREMENTER, p.url, str(each), start], cwd=ROOT, env=_env(), stdout=subprocess.PIPE
         )
         for _ in range(4)
     ]
