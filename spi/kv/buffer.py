@@ -141,14 +141,9 @@ class WriteBuffer:
         or beside rows loaded before, as a file in departure order meets its last
         batch's day), reading those is one seek and a short walk, not a lookup per
         key; else (after a walk of at most :data:`_PROBE` keys) one lookup per key."""
-        items = self._session.iterate(lo, hi + b"\x00", False)
-        try:
-            near = list(islice(items, min(len(keys) // 4, _PROBE) + 1))
-        finally:
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
-        if len(near) > min(len(keys) // 4, _PROBE):
+        limit = min(len(keys) // 4, _PROBE)
+        near = self._stored_items(lo, hi, limit + 1)
+        if len(near) > limit:
             return self._session.get_many(keys)
         if not near:
             return [None] * len(keys)
@@ -156,9 +151,13 @@ class WriteBuffer:
 
     def any_stored(self, lo: bytes, last: bytes) -> bool:
         """True if the store holds a key in ``[lo, last]`` (this transaction's writes aside)."""
+        return bool(self._stored_items(lo, last, 1))
+
+    def _stored_items(self, lo: bytes, last: bytes, n: int) -> list[tuple[bytes, bytes]]:
+        """The store's first ``n`` items in ``[lo, last]``, its iterator closed after."""
         items = self._session.iterate(lo, last + b"\x00", False)
         try:
-            return next(items, None) is not None
+            return list(islice(items, n))
         finally:
             close = getattr(items, "close", None)
             if close is not None:
