@@ -205,7 +205,7 @@ class ArrowSpool:
         again)."""
         columns = self._spec.columns
         if set(self._schema.names) == set(columns):
-            return ValidatedRows(self._spec, map(_columns, self._batches(columns)))
+            return ValidatedRows(self._spec, self._batches(columns), arrow=True)
         names = self._schema.names
         return (dict(zip(names, values)) for batch in self._batches(names) for values in zip(*_columns(batch)))
 
@@ -288,9 +288,9 @@ def _partitions(batch: Any, parts: int) -> Iterator[Any]:
 
 def _columns(batch: Any) -> list[list[Any]]:
     """The columns of a typed record batch as lists of spi values."""
-    from kvctl.columnar import batch_columns  # lazy: pyarrow is heavy
+    from spi.arrow import arrow_columns  # lazy: pyarrow is heavy
 
-    return batch_columns(batch)
+    return arrow_columns(batch)
 
 
 def _line_of(source: Input, kind: str, index: int) -> int | None:

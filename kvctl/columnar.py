@@ -24,11 +24,8 @@ from __future__ import annotations
 
 import collections
 import csv
-import datetime as dt
-import functools
 import importlib.abc
 import itertools
-import math
 import operator
 import sys
 from collections.abc import Iterator
@@ -56,8 +53,6 @@ _ZONED = rf"^{_DATE}{_TIME}(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
 _NAIVE = rf"^{_DATE}({_TIME})?$"
 _FLOAT32_MAX = 3.4028234663852886e38
 _MIN_MICROS, _MAX_MICROS = -62135596800_000000, 253402300799_999999  # years 1 to 9999, UTC
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_MICROSECONDS = functools.partial(dt.timedelta, 0, 0)
 
 
 class Undecided(Exception):
@@ -441,28 +436,6 @@ def _first(mask: pa.Array) -> int | None:
     if not pc.any(mask).as_py():
         return None
     return int(pc.indices_nonzero(mask)[0].as_py())
-
-
-def batch_columns(batch: pa.RecordBatch) -> list[list[Any]]:
-    """The columns of a typed record batch as lists of spi values (canonical:
-    timestamps are aware datetimes in ``datetime.UTC``, NaN is ``math.nan``), built in
-    C-level passes."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    columns: list[list[Any]] = []
-    for column in batch.columns:
-        if pa.types.is_timestamp(column.type):  # pyarrow's own conversion is per value, in Python
-            micros = column.cast(pa.int64()).to_pylist()
-            if column.null_count:
-                columns.append([None if m is None else _EPOCH + _MICROSECONDS(m) for m in micros])
-            else:
-                columns.append(list(map(_EPOCH.__add__, map(_MICROSECONDS, micros))))
-        elif pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
-            columns.append([math.nan if v != v else v for v in column.to_pylist()])  # the one NaN of spi.types
-        else:
-            columns.append(column.to_pylist())
-    return columns
 
 
 def _record_batch(schema: pa.Schema, typed: list[tuple[pa.Array, int | None]], start: int) -> pa.RecordBatch:

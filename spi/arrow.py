@@ -4,6 +4,9 @@ without it."""
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +15,9 @@ from spi.types import FieldType
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICROSECONDS = functools.partial(dt.timedelta, 0, 0)
 
 
 def arrow_type(ftype: FieldType) -> pa.DataType:
@@ -42,3 +48,25 @@ def record_batches(
     """Record batches of (spec, column batch) pairs, each typed by its spec."""
     for spec, columns in spec_batches:
         yield columns_to_batch(columns, arrow_schema(spec, list(columns)))
+
+
+def arrow_columns(batch: pa.RecordBatch) -> list[list[Any]]:
+    """The columns of a record batch typed by :func:`arrow_schema` as lists of spi
+    values (canonical: timestamps are aware datetimes in ``datetime.UTC``, NaN is
+    ``math.nan``), built in C-level passes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns: list[list[Any]] = []
+    for column in batch.columns:
+        if pa.types.is_timestamp(column.type):  # pyarrow's own conversion is per value, in Python
+            micros = column.cast(pa.int64()).to_pylist()
+            if column.null_count:
+                columns.append([None if m is None else _EPOCH + _MICROSECONDS(m) for m in micros])
+            else:
+                columns.append(list(map(_EPOCH.__add__, map(_MICROSECONDS, micros))))
+        elif pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
+            columns.append([math.nan if v != v else v for v in column.to_pylist()])  # the one NaN of spi.types
+        else:
+            columns.append(column.to_pylist())
+    return columns

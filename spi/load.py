@@ -94,63 +94,108 @@ class LoadPreparer:
         """The key of a row of a :meth:`prepare`-d batch."""
         return key_of(self.spec, row)
 
+    def key_set(self, taken: Sequence[Any]) -> set[tuple[Any, ...]]:
+        """The keys of the rows ``taken`` (as :meth:`key_of` gives them)."""
+        if type(taken) is ArrowRows:
+            return taken.key_set(self.spec.primary_key)
+        return set(map(self.key_of, taken))
+
 
 class ValidatedRows:
     """Rows a load need not validate again, given column by column: ``batches`` yields
     lists of columns, one list per column of ``spec`` in declaration order (all of one
     length), holding exactly the values :func:`spi.validate.validate_row` returns
     for the rows (canonical: timestamps aware in UTC, floats rounded to float32,
-    ``-0.0`` as ``0.0``, NaN as ``math.nan``).
+    ``-0.0`` as ``0.0``, NaN as ``math.nan``); with ``arrow``, Arrow record batches
+    of :func:`spi.arrow.arrow_schema` holding those values instead.
 
     A front end that has validated its input column by column (``kvctl put --file``)
     passes them to ``load`` wrapped in this, and a provider may encode them column by
-    column too. Iterated, they are rows as dicts; a load into a table whose spec is
-    not ``spec`` (it changed since) validates them as any rows, and so does a load
-    that keeps versions.
+    column too (from Arrow, without a Python object per value). Iterated, they are
+    rows as dicts; a load into a table whose spec is not ``spec`` (it changed since)
+    validates them as any rows, and so does a load that keeps versions.
     """
 
-    def __init__(self, spec: TableSpec, batches: Iterable[list[list[Any]]]) -> None:
+    def __init__(self, spec: TableSpec, batches: Iterable[Any], *, arrow: bool = False) -> None:
         self.spec = spec
         self.batches = batches
+        self.arrow = arrow
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         names = self.spec.columns
-        for columns in self.batches:
+        for batch in self.batches:
+            columns = _as_columns(batch) if self.arrow else batch
             yield from map(dict, map(zip, repeat(names), zip(*columns)))
 
 
 class ColumnFeed:
-    """The column batches of a :class:`ValidatedRows`, taken ``n`` rows at a time
-    whatever the batches' own lengths (slices of lists, in C)."""
+    """The batches of a :class:`ValidatedRows`, taken ``n`` rows at a time whatever the
+    batches' own lengths: as lists of columns (:meth:`take`; slices of lists, in C) or,
+    when they are Arrow's (:attr:`arrow`), as one record batch (:meth:`take_arrow`)."""
 
-    def __init__(self, spec: TableSpec, batches: Iterable[list[list[Any]]]) -> None:
+    def __init__(self, spec: TableSpec, batches: Iterable[Any], *, arrow: bool = False) -> None:
         self._width = len(spec.columns)
         self._batches = iter(batches)
-        self._columns: list[list[Any]] = []
+        self._current: Any = None
         self._at = 0
+        self.arrow = arrow
+        """Whether the rows are Arrow record batches."""
 
     def take(self, n: int) -> list[list[Any]]:
         """The columns of the next ``n`` rows (fewer at the end; none once it is reached)."""
-        parts: list[list[list[Any]]] = []
-        need = n
-        while need:
-            left = len(self._columns[0]) - self._at if self._columns else 0
-            if left == 0:
-                columns = next(self._batches, None)
-                if columns is None:
-                    break
-                self._columns, self._at = columns, 0
-                continue
-            step = min(need, left)
-            start, self._at = self._at, self._at + step
-            whole = start == 0 and step == len(self._columns[0])
-            parts.append(self._columns if whole else [c[start : self._at] for c in self._columns])
-            need -= step
+        if self.arrow:
+            batch = self.take_arrow(n)
+            return [[] for _ in range(self._width)] if batch is None else _as_columns(batch)
+        parts = self._parts(n)
         if not parts:
             return [[] for _ in range(self._width)]
         if len(parts) == 1:
-            return parts[0]
+            return parts[0]  # type: ignore[no-any-return]
         return [list(chain.from_iterable(part[i] for part in parts)) for i in range(self._width)]
+
+    def take_arrow(self, n: int) -> Any:
+        """The next ``n`` rows (fewer at the end) as one Arrow record batch, or None once
+        the end is reached (:attr:`arrow` feeds only)."""
+        import pyarrow as pa
+
+        parts = self._parts(n)
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else pa.concat_batches(parts)
+
+    def _length(self) -> int:
+        if self._current is None:
+            return 0
+        return int(self._current.num_rows) if self.arrow else len(self._current[0])
+
+    def _parts(self, n: int) -> list[Any]:
+        """Whole batches and slices of batches holding the next ``n`` rows."""
+        parts: list[Any] = []
+        need = n
+        while need:
+            left = self._length() - self._at
+            if left <= 0:
+                self._current = next(self._batches, None)
+                self._at = 0
+                if self._current is None:
+                    break
+                continue
+            step = min(need, left)
+            start, self._at = self._at, self._at + step
+            if start == 0 and step == self._length():
+                parts.append(self._current)
+            elif self.arrow:
+                parts.append(self._current.slice(start, step))
+            else:
+                parts.append([c[start : self._at] for c in self._current])
+            need -= step
+        return parts
+
+
+def _as_columns(batch: Any) -> list[list[Any]]:
+    from spi.arrow import arrow_columns  # lazy: pyarrow is heavy
+
+    return arrow_columns(batch)
 
 
 class ColumnRows(Sequence[tuple[Any, ...]]):
@@ -179,6 +224,52 @@ class ColumnRows(Sequence[tuple[Any, ...]]):
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         return zip(*self.columns)
+
+
+class ArrowRows(Sequence[tuple[Any, ...]]):
+    """Rows held as one Arrow record batch (:attr:`batch`, every column of the spec in
+    declaration order): what a preparer that writes Arrow as it is takes of an Arrow
+    :class:`ValidatedRows`. Indexed or iterated, rows are tuples of spi values (the
+    batch is converted once, when first needed); sliced, an :class:`ArrowRows` again."""
+
+    __slots__ = ("_columns", "batch")
+
+    def __init__(self, batch: Any) -> None:
+        self.batch = batch
+        self._columns: list[list[Any]] | None = None
+
+    @property
+    def columns(self) -> list[list[Any]]:
+        """The columns as lists of spi values."""
+        if self._columns is None:
+            self._columns = _as_columns(self.batch)
+        return self._columns
+
+    def __len__(self) -> int:
+        return int(self.batch.num_rows)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Any, ...]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> ArrowRows: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[Any, ...] | ArrowRows:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            assert step == 1, "ArrowRows slices are contiguous"
+            return ArrowRows(self.batch.slice(start, max(0, stop - start)))
+        return tuple(c[index] for c in self.columns)
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return zip(*self.columns)
+
+    def key_set(self, key: Sequence[str]) -> set[tuple[Any, ...]]:
+        """The distinct tuples of the ``key`` columns (only those are converted)."""
+        if self._columns is None:
+            return set(zip(*_as_columns(self.batch.select(list(key)))))
+        names = self.batch.schema.names
+        return set(zip(*(self._columns[names.index(k)] for k in key)))
 
 
 BatchWriter = Callable[[Any, str, Kept | None], None]
@@ -264,7 +355,7 @@ def run_load(
     spec = preparer.spec
     take: Callable[[], Sequence[Any]]
     if reader is None and isinstance(rows, ValidatedRows) and rows.spec == spec and rows.spec.columns == spec.columns:
-        take = partial(preparer.take_validated, ColumnFeed(spec, rows.batches), batch_size)
+        take = partial(preparer.take_validated, ColumnFeed(spec, rows.batches, arrow=rows.arrow), batch_size)
     else:
         source = iter(rows) if reader is None else iter(reader)
         held = isinstance(rows, (list, tuple))
@@ -369,7 +460,7 @@ def _pipelined(
             for taken, batch in batches:
                 if len(window) == 2:
                     finish_oldest()
-                turn, keys = _Turn(), set(map(preparer.key_of, taken))
+                turn, keys = _Turn(), preparer.key_set(taken)
                 ahead = before is not None and before[0].isdisjoint(keys)  # else one would wait for the other's keys
                 previous = None if before is None else before[1]
                 task = pool.submit(

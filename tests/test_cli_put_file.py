@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spi
+from spi.arrow import arrow_columns
 from spi.testing.requirements import need_module
 from spi.textvalues import from_json_value, parse_field
 
@@ -85,7 +86,7 @@ def columnar_verdicts(column: str, texts: list[str]) -> list[tuple[str, Any]]:
         if bad is not None:
             out.append(("error", None))
         else:
-            (value,) = columnar.batch_columns(pa.record_batch([typed], names=[column]))[0]
+            (value,) = arrow_columns(pa.record_batch([typed], names=[column]))[0]
             out.append(("ok", value))
     return out
 
@@ -154,11 +155,7 @@ def json_reference(column: str, value: Any) -> tuple[str, Any]:
 def test_each_json_value_is_typed_as_from_json_value_types_it(column: str) -> None:
     for value in JSON_VALUES:
         typed, bad = columnar.json_column(SPEC, column, [value])
-        got = (
-            ("error", None)
-            if bad is not None
-            else ("ok", columnar.batch_columns(pa.record_batch([typed], [column]))[0][0])
-        )
+        got = ("error", None) if bad is not None else ("ok", arrow_columns(pa.record_batch([typed], [column]))[0][0])
         assert same(got, json_reference(column, value)), (column, value, got)
     # a column of mixed values: each in place, the first bad one found
     typed, bad = columnar.json_column(SPEC, "d", [1, 2.5, None, 2**53 + 1, -0.0])

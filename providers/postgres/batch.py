@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from spi.errors import KvError
 from spi.keys import key_of
-from spi.load import ColumnFeed, LoadPreparer
+from spi.load import ArrowRows, ColumnFeed, LoadPreparer
 from spi.spec import TableSpec
 from spi.validate import validate_row, value_checks
 
@@ -29,16 +29,31 @@ the dict of its given columns."""
 
 
 class LoadBatch:
-    """A validated batch for one spec, rows in input order (see :data:`Taken`)."""
+    """A validated batch for one spec, rows in input order (see :data:`Taken`), given
+    as the rows or as an Arrow record batch of every column (:attr:`arrow`, which
+    :mod:`providers.postgres.copy_arrow` sends as it is; :attr:`rows` are made of it
+    only when asked for)."""
 
-    __slots__ = ("_key", "complete", "rows", "spec")
+    __slots__ = ("_key", "_rows", "arrow", "complete", "spec")
 
-    def __init__(self, spec: TableSpec, rows: list[Taken]) -> None:
+    def __init__(self, spec: TableSpec, rows: list[Taken] | None = None, *, arrow: Any = None) -> None:
         self.spec = spec
-        self.rows = rows
-        self.complete = dict not in set(map(type, rows))
+        self._rows = rows
+        self.arrow = arrow
+        """The rows as an Arrow record batch of every column, or None."""
+        self.complete = rows is None or dict not in set(map(type, rows))
         """True when every row is a COPY tuple (every column given)."""
         self._key = key_getter(spec)
+
+    @property
+    def rows(self) -> list[Taken]:
+        """The rows (made of :attr:`arrow` when the batch came as that)."""
+        if self._rows is None:
+            self._rows = list(zip(*ArrowRows(self.arrow).columns, repeat(1)))
+        return self._rows
+
+    def __len__(self) -> int:
+        return int(self.arrow.num_rows) if self._rows is None else len(self._rows)
 
     def keys(self) -> list[Any]:
         """Every row's key: a value for a one-column key, else a tuple (as :meth:`key_tuple`
@@ -107,13 +122,19 @@ class PgLoadPreparer(LoadPreparer):
             raise
         return taken
 
-    def take_validated(self, feed: ColumnFeed, n: int) -> list[Any]:
+    def take_validated(self, feed: ColumnFeed, n: int) -> Sequence[Any]:
         """Up to ``n`` rows of a :class:`spi.load.ValidatedRows` as COPY tuples (every
-        column, then version 1), without validating them again."""
+        column, then version 1), without validating them again; Arrow's as they are
+        (:class:`spi.load.ArrowRows`)."""
+        if feed.arrow:
+            batch = feed.take_arrow(n)
+            return [] if batch is None else ArrowRows(batch)
         return list(zip(*feed.take(n), repeat(1)))
 
     def prepare(self, taken: Sequence[Any]) -> LoadBatch:
         """The batch the writer takes."""
+        if type(taken) is ArrowRows:
+            return LoadBatch(self.spec, arrow=taken.batch)
         return LoadBatch(self.spec, taken if isinstance(taken, list) else list(taken))
 
     def key_of(self, row: Any) -> tuple[Any, ...]:

@@ -25,8 +25,10 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from providers.postgres.batch import LoadBatch
+from providers.postgres.copy_arrow import SIGNATURE, TRAILER, copy_data, int8_field, timestamp_field
 from providers.postgres.schema import EXPIRES, VERSION, type_name
 from providers.postgres.session import PgSession
+from spi.codec import to_micros
 from spi.errors import KvError, RowExistsError
 from spi.keys import ResolvedRange
 from spi.spec import TableSpec
@@ -67,6 +69,12 @@ def load_batch(
     batch was one plain insert, else as the table now holds them (``False``: every
     column, then the version and the expiry, as fetched, in any order)."""
     tx, spec, target = table.session, table.spec, table.sql_table
+    try_new = True
+    if written is None and versions is None:
+        copied = _copied_arrow(table, batch, None if expiries is None else expiries[0])  # one expiry for all
+        if copied:
+            return
+        try_new = copied is None  # False: a key of the batch is taken, or repeated in it
     if batch.spec is not spec and (batch.spec != spec or batch.spec.columns != spec.columns):
         batch = _revalidated(spec, batch)
     keys = batch.keys()
@@ -102,6 +110,7 @@ def load_batch(
                 kept=versions is not None,
                 expiring=expiries is not None,
                 expired=(lambda: table.expired_between(span)) if len(groups) == 1 else None,
+                try_new=try_new,
             )
     except _MetExpired:
         sequential(batch.dicts(), mode)
@@ -122,6 +131,10 @@ def load_new(
     (False), as for a batch that repeats a key or sets different columns in different
     rows. New rows are what any mode writes for keys not taken. ``written`` gets what
     :func:`load_batch` gives it."""
+    if written is None:
+        copied = _copied_arrow(table, batch, expires)
+        if copied is not None:
+            return copied
     tx, spec, target = table.session, table.spec, table.sql_table
     if batch.spec is not spec and (batch.spec != spec or batch.spec.columns != spec.columns):
         batch = _revalidated(spec, batch)
@@ -193,6 +206,7 @@ def _load_group(
     kept: bool,
     expiring: bool,
     expired: Callable[[], bool] | None,
+    try_new: bool = True,
 ) -> bool:
     """One group of a batch (tuples of ``columns``, the version, and the expiry when
     ``expiring``); ``returned`` (when not None: a change-fed batch, which is one
@@ -200,9 +214,11 @@ def _load_group(
     every column, then the version and the expiry. Raises :class:`_MetExpired`, having
     written nothing, when a key is taken and ``expired`` (if given) says the batch's
     key range holds an expired row, or, for a change-fed batch, whenever a key is
-    taken (its events need each row's prev: the per-row path gives them)."""
+    taken (its events need each row's prev: the per-row path gives them). Without
+    ``try_new`` (a COPY as new of the batch failed already) it goes straight to the
+    temporary table."""
     names, types = _layout(spec, columns, expiring=expiring)
-    if _copied_as_new(tx, target, names, types, rows):
+    if try_new and _copied_as_new(tx, target, names, types, rows):
         # Every row was an insert (at version 1, or its own).
         if returned is None:
             return False
@@ -247,6 +263,24 @@ def _copied_as_new(
     return _copy(tx, target.schema, target.name, columns, types, rows, unless_taken=True)
 
 
+def _copied_arrow(table: LoadTarget, batch: LoadBatch, expires: dt.datetime | None) -> bool | None:
+    """COPY a batch that came as Arrow straight into the table as new rows (version 1,
+    expiring at ``expires``), its Arrow buffers encoded as they are
+    (:mod:`providers.postgres.copy_arrow`): True if none of its keys was taken or
+    repeated, else False (nothing written); None when it cannot go this way (it came
+    as rows, for another spec, or its types have no encoding there)."""
+    spec = table.spec
+    if batch.arrow is None or not (batch.spec is spec or (batch.spec == spec and batch.spec.columns == spec.columns)):
+        return None
+    trailing = int8_field(1) + (b"" if expires is None else timestamp_field(to_micros(expires)))
+    names, types = _layout(spec, spec.columns, expiring=expires is not None)
+    data = copy_data(batch.arrow, trailing, len(names))
+    if data is None:
+        return None
+    target = table.sql_table
+    return _copy(table.session, target.schema, target.name, names, types, data, unless_taken=True)
+
+
 def _refuse_existing(
     tx: PgSession, spec: TableSpec, target: sa.Table, temp: sa.Table, batch: LoadBatch, keys: list[Any]
 ) -> None:
@@ -280,12 +314,13 @@ def _copy(
     name: str,
     columns: list[str],
     types: list[str],
-    rows: list[tuple[Any, ...]],
+    rows: list[tuple[Any, ...]] | memoryview,
     *,
     unless_taken: bool = False,
 ) -> bool:
-    """COPY ``rows`` into a table (True); with ``unless_taken``, under a savepoint that
-    a key already taken rolls back (then False: nothing written)."""
+    """COPY ``rows`` (tuples, or binary COPY tuples of :func:`copy_data`) into a table
+    (True); with ``unless_taken``, under a savepoint that a key already taken rolls back
+    (then False: nothing written)."""
     import psycopg
     from psycopg import sql
 
@@ -301,10 +336,15 @@ def _copy(
                 conn.cursor() as cursor,
                 cursor.copy(statement) as copy,
             ):
-                copy.set_types(types)
-                write = copy.write_row
-                for row in rows:
-                    write(row)
+                if isinstance(rows, memoryview):
+                    copy.write(SIGNATURE)
+                    copy.write(rows)
+                    copy.write(TRAILER)
+                else:
+                    copy.set_types(types)
+                    write = copy.write_row
+                    for row in rows:
+                        write(row)
         except psycopg.errors.UniqueViolation:
             if not unless_taken:
                 raise

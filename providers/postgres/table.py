@@ -379,7 +379,7 @@ class PgTable(NativeWrites):
         written = None if self._events is None else self._record_load
         expiries: list[dt.datetime | None] | None = None
         if expires is not None:
-            expiries = [from_micros(expires)] * len(batch.rows)
+            expiries = [from_micros(expires)] * len(batch)
         load_batch(self, batch, mode, sequential, None, expiries, written=written)
 
     def load_new(self, batch: LoadBatch, mode: str, expires: int | None) -> bool:
