@@ -4,8 +4,8 @@ A binary COPY tuple is a 16-bit field count, then each field as a 32-bit length 
 for null) and the value's bytes, big-endian. Each column becomes one binary array of
 its fields (a fixed-width value's bytes are its little-endian buffer read as
 fixed-size binary and reversed; a string's or bytes' length comes first), the
-fields of a row are joined by one ``binary_join_element_wise`` (a null field becomes
-the -1 length), and the joined array's data buffer is the COPY data as it is: no
+lengths and values of a row are joined by one ``binary_join_element_wise`` (a null
+has the length -1 and no bytes; a length every value shares is one scalar), and the joined array's data buffer is the COPY data as it is: no
 Python object per value, and no copy of it but Arrow's own. The kernels release the
 GIL, so a batch is encoded while another thread reads or sends.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import struct
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,7 +27,6 @@ SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 """The binary COPY header: its signature, no flags, no header extension."""
 TRAILER = b"\xff\xff"
 """The end of the binary COPY data."""
-_NULL = b"\xff\xff\xff\xff"
 _PG_EPOCH_MICROS = 946_684_800_000_000
 """2000-01-01 UTC (PostgreSQL's timestamp epoch) in microseconds since 1970."""
 
@@ -51,14 +50,16 @@ def copy_data(batch: pa.RecordBatch, trailing: bytes, fields: int) -> memoryview
 
     if sys.byteorder != "little":  # Arrow's buffers are native-endian; this reverses little-endian ones
         return None
-    empty = pa.scalar(b"", pa.binary())
+    parts: list[Any] = [pa.scalar(struct.pack(">h", fields), pa.binary())]
     try:
-        columns = [_fields(column) for column in batch.columns]
-        if any(c is None for c in columns):
-            return None
-        head = pa.scalar(struct.pack(">h", fields), pa.binary())
-        tail = pa.scalar(trailing, pa.binary())
-        rows = pc.binary_join_element_wise(head, *columns, tail, empty, null_handling="replace", null_replacement=_NULL)
+        for column in batch.columns:
+            field = _field(column)
+            if field is None:
+                return None
+            parts += field
+        parts += [pa.scalar(trailing, pa.binary()), pa.scalar(b"", pa.binary())]
+        # A null value is joined as nothing: its length said -1 already.
+        rows = pc.binary_join_element_wise(*parts, null_handling="replace", null_replacement=b"")
     except pa.ArrowException:  # more than 2 GiB of tuples: the caller sends them as rows
         return None
     offsets = pa.Array.from_buffers(pa.int32(), len(rows) + 1, [None, rows.buffers()[1]], offset=rows.offset)
@@ -66,9 +67,10 @@ def copy_data(batch: pa.RecordBatch, trailing: bytes, fields: int) -> memoryview
     return memoryview(rows.buffers()[2])[start:stop]
 
 
-def _fields(column: pa.Array) -> pa.Array | None:
-    """The COPY fields of one column (null where the value is null), or None for a type
-    with no encoding here."""
+def _field(column: pa.Array) -> tuple[Any, pa.Array] | None:
+    """The COPY field of each value of one column as its length (a scalar when every
+    value has that length; -1 for a null) and its bytes (null for a null), or None for
+    a type with no encoding here."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -76,7 +78,7 @@ def _fields(column: pa.Array) -> pa.Array | None:
     if pa.types.is_string(kind) or pa.types.is_binary(kind):
         data = column.cast(pa.binary())
         lengths = pc.binary_length(data).cast(pa.int32())
-        return pc.binary_join_element_wise(_big_endian(lengths, 4), data, pa.scalar(b"", pa.binary()))
+        return _big_endian(pc.fill_null(lengths, pa.scalar(-1, pa.int32())) if column.null_count else lengths, 4), data
     if pa.types.is_boolean(kind):
         column, width = column.cast(pa.uint8()), 1
     elif pa.types.is_timestamp(kind) and kind.unit == "us":
@@ -85,8 +87,13 @@ def _fields(column: pa.Array) -> pa.Array | None:
         width = kind.bit_width // 8
     else:
         return None
-    prefix = pa.scalar(struct.pack(">i", width), pa.binary())
-    return pc.binary_join_element_wise(prefix, _big_endian(column, width), pa.scalar(b"", pa.binary()))
+    if column.null_count:
+        length = _big_endian(
+            pc.if_else(pc.is_valid(column), pa.scalar(width, pa.int32()), pa.scalar(-1, pa.int32())), 4
+        )
+    else:
+        length = pa.scalar(struct.pack(">i", width), pa.binary())
+    return length, _big_endian(column, width)
 
 
 def _big_endian(column: pa.Array, width: int) -> pa.Array:
@@ -94,6 +101,7 @@ def _big_endian(column: pa.Array, width: int) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    assert column.type.bit_width == 8 * width, (column.type, width)
     validity, data = column.buffers()[:2]
     raw = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(column), [validity, data], offset=column.offset)
     as_binary = raw.cast(pa.binary())
