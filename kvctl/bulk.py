@@ -155,8 +155,9 @@ class Spool:
         for _ in range(self.count):
             yield pickle.load(self._file)  # our own temp file, written above
 
-    def rows(self) -> Iterable[dict[str, Any]]:
-        """Every row from the start."""
+    def rows(self, *, distinct: bool = False) -> Iterable[dict[str, Any]]:
+        """Every row from the start (``distinct``, as :meth:`ArrowSpool.rows` takes it,
+        changes nothing here)."""
         return (row for _, row in self.entries())
 
     def line_of(self, index: int) -> int | None:
@@ -199,13 +200,13 @@ class ArrowSpool:
         """Close the writer once every batch is added (its last bytes go to the file)."""
         self._writer.close()
 
-    def rows(self) -> Iterable[dict[str, Any]]:
+    def rows(self, *, distinct: bool = False) -> Iterable[dict[str, Any]]:
         """Every row from the start, as a dict of its columns; rows of every column of
         the spec come as :class:`spi.load.ValidatedRows` (the load need not check them
-        again)."""
+        again; ``distinct``: no two share a key, as :meth:`distinct_keys` found)."""
         columns = self._spec.columns
         if set(self._schema.names) == set(columns):
-            return ValidatedRows(self._spec, self._batches(columns), arrow=True)
+            return ValidatedRows(self._spec, self._batches(columns), arrow=True, distinct_keys=distinct)
         names = self._schema.names
         return (dict(zip(names, values)) for batch in self._batches(names) for values in zip(*_columns(batch)))
 
@@ -401,14 +402,15 @@ def load(
     source: str,
     progress: Callable[[int], None] | None = None,
     ttl: int | float | None = None,
+    distinct: bool = False,
 ) -> int:
     """Pass 2: load the spooled rows in batches (expiring after ``ttl`` seconds, None:
-    the table's ttl); an error about a row names its input line (a failure of the
+    the table's ttl; ``distinct``: no two rows share a key); an error about a row names its input line (a failure of the
     store names none), and says so when nothing was written (``progress`` counts
     what was: :mod:`kvctl.partway`)."""
     if "pyarrow" in sys.modules:  # pass 1 parsed with Arrow, whose allocator keeps freed pages for reuse:
         sys.modules["pyarrow"].default_memory_pool().release_unused()  # give them back (130 MB at 10M rows)
-    rows = spool.rows()
+    rows = spool.rows(distinct=distinct)
     try:
         return int(table.load(rows, mode=mode, batch_size=batch_size, progress=progress, ttl=ttl))
     except spi.KvError as exc:

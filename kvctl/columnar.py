@@ -23,12 +23,14 @@ any other value goes through :func:`spi.textvalues.from_json_value`.
 from __future__ import annotations
 
 import collections
+import contextlib
 import csv
 import importlib.abc
 import itertools
 import operator
 import sys
 from collections.abc import Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import spi
@@ -64,33 +66,50 @@ class Undecided(Exception):
         self.index = index
 
 
-def no_pandas_lookups() -> None:
-    """Keep pyarrow from importing pandas (0.2 s of each ``put --file`` where pandas is
-    installed). pyarrow asks, the first time it converts a Python value, whether the
-    value is a pandas object, importing pandas to know; kvctl gives it none. So that
-    first look is made here while an import finder refuses pandas, and pyarrow does
-    not look again. The finder goes at once: code that needs pandas (pyarrow's
-    ``to_pandas`` included) imports it as usual."""
-    import pyarrow as pa
+def import_arrow() -> None:
+    """Import pyarrow for the file readers without numpy and pandas, where they are
+    installed (0.1 s and 0.2 s of each ``put --file``; kvctl gives pyarrow no numpy
+    or pandas object). pyarrow checks for numpy when it is first imported, and for
+    pandas the first time it converts a Python value, importing each to know. So both
+    are done here while an import finder refuses the two, and pyarrow does not look
+    again. The finder goes at once: code that needs them imports them as usual (and a
+    process that imported pyarrow before keeps it as it is)."""
+    if "pyarrow" in sys.modules:
+        if "pandas" in sys.modules:
+            return
+        import pyarrow as pa
 
-    if "pandas" in sys.modules:
+        with _refusing(("pandas",)):
+            pa.scalar(0)
         return
-    sys.meta_path.insert(0, _NO_PANDAS)
-    try:
+    with _refusing(("numpy", "pandas")):
+        import pyarrow as pa
+        import pyarrow.compute
+        import pyarrow.csv
+        import pyarrow.ipc
+
         pa.scalar(0)
+
+
+@contextlib.contextmanager
+def _refusing(names: tuple[str, ...]) -> Iterator[None]:
+    finder = _Refuse(names)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
     finally:
-        sys.meta_path.remove(_NO_PANDAS)
+        sys.meta_path.remove(finder)
 
 
-class _NoPandas(importlib.abc.MetaPathFinder):
-    """An import finder that refuses pandas (see :func:`no_pandas_lookups`)."""
+class _Refuse(importlib.abc.MetaPathFinder):
+    """An import finder that refuses some top-level packages (see :func:`import_arrow`)."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
-        if fullname == "pandas":
-            raise ModuleNotFoundError("pandas is not looked up here", name=fullname)
-
-
-_NO_PANDAS = _NoPandas()
+        if fullname.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"{fullname} is not looked up here", name=fullname)
 
 
 def well_formed(path: str, kind: str, delimiter: str) -> None:
@@ -121,10 +140,10 @@ def read_batches(
     typed as the spec says. Raises
     :class:`Undecided` when pyarrow cannot parse the file (and for the first bad record
     while iterating)."""
+    import_arrow()
     import pyarrow as pa
     import pyarrow.csv as pa_csv
 
-    no_pandas_lookups()
     delimiter = text.separator(kind)
     parse = pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
     try:
@@ -168,19 +187,25 @@ def _block_size(path: str) -> int:
 
 
 def _typed(spec: spi.TableSpec, schema: pa.Schema, reader: Any) -> Iterator[pa.RecordBatch]:
+    """The typed record batches of a CSV/TSV reader's text batches; a batch's columns
+    are typed two at a time (Arrow's kernels release the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     import pyarrow as pa
 
     header = schema.names
     start = 0
-    while True:
-        try:
-            texts = reader.read_next_batch()
-        except StopIteration:
-            return
-        except pa.ArrowException:
-            raise Undecided(None) from None
-        yield _record_batch(schema, [typed_column(spec, n, c) for n, c in zip(header, texts.columns)], start)
-        start += texts.num_rows
+    with ThreadPoolExecutor(2, thread_name_prefix="kvctl-typing") as pool:
+        while True:
+            try:
+                texts = reader.read_next_batch()
+            except StopIteration:
+                return
+            except pa.ArrowException:
+                raise Undecided(None) from None
+            typed = list(pool.map(partial(typed_column, spec), header, texts.columns))
+            yield _record_batch(schema, typed, start)
+            start += texts.num_rows
 
 
 def typed_column(spec: spi.TableSpec, column: str, texts: pa.Array) -> tuple[pa.Array, int | None]:
@@ -286,7 +311,7 @@ def read_json_batches(spec: spi.TableSpec, chunks: Iterator[Columns]) -> tuple[p
     Raises :class:`Undecided` when there is no record or a column is not the spec's
     (the reference says which), and for the first record that may be bad while
     iterating."""
-    no_pandas_lookups()
+    import_arrow()
     first = next(chunks, {})
     if not first or not set(spec.primary_key) <= set(first) <= set(spec.columns):
         raise Undecided(None)

@@ -113,13 +113,18 @@ class ValidatedRows:
     passes them to ``load`` wrapped in this, and a provider may encode them column by
     column too (from Arrow, without a Python object per value). Iterated, they are
     rows as dicts; a load into a table whose spec is not ``spec`` (it changed since)
-    validates them as any rows, and so does a load that keeps versions.
+    validates them as any rows, and so does a load that keeps versions. With
+    ``distinct_keys`` the caller has counted the keys and vouches that no two rows
+    share one (then no batch's keys need checking against another's).
     """
 
-    def __init__(self, spec: TableSpec, batches: Iterable[Any], *, arrow: bool = False) -> None:
+    def __init__(
+        self, spec: TableSpec, batches: Iterable[Any], *, arrow: bool = False, distinct_keys: bool = False
+    ) -> None:
         self.spec = spec
         self.batches = batches
         self.arrow = arrow
+        self.distinct_keys = distinct_keys
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         names = self.spec.columns
@@ -362,7 +367,8 @@ def run_load(
         take = partial(_take, preparer, source, batch_size, held, reader)
     batches = _prepared(preparer, take, mode, batch_size, reader)
     if write_ahead is not None and reader is None:
-        return _pipelined(write_batch, write_ahead, preparer, batches, mode, progress)
+        distinct = isinstance(rows, ValidatedRows) and rows.distinct_keys
+        return _pipelined(write_batch, write_ahead, preparer, batches, mode, progress, distinct=distinct)
     written = 0
     fit = _CutToFit(write_batch, preparer, mode)
     try:
@@ -430,9 +436,12 @@ def _pipelined(
     batches: Iterator[tuple[Sequence[Any], Any]],
     mode: str,
     progress: Callable[[int], None] | None,
+    *,
+    distinct: bool = False,
 ) -> int:
     """Two batches at a time, each in a thread of its own: a batch whose keys are not
-    those of the batch before goes in as new rows (``write_ahead``) while that one is
+    those of the batch before (every batch's, when the rows are known to be
+    ``distinct``) goes in as new rows (``write_ahead``) while that one is
     written, committing right after it; else (or when its rows are not all new) it is
     written after it (``write_batch``). Batches commit in input order, and errors come
     as one batch at a time raises them: a batch's (preparation included) once every
@@ -441,7 +450,7 @@ def _pipelined(
 
     written = 0
     window: deque[tuple[Sequence[Any], Future[None]]] = deque()
-    before: tuple[set[Any], _Turn] | None = None  # the keys of the batch before, and its turn
+    before: tuple[set[Any] | None, _Turn] | None = None  # the keys of the batch before, and its turn
 
     def finish_oldest() -> None:
         nonlocal written
@@ -460,8 +469,9 @@ def _pipelined(
             for taken, batch in batches:
                 if len(window) == 2:
                     finish_oldest()
-                turn, keys = _Turn(), preparer.key_set(taken)
-                ahead = before is not None and before[0].isdisjoint(keys)  # else one would wait for the other's keys
+                turn, keys = _Turn(), None if distinct else preparer.key_set(taken)
+                # Else one would wait for the other's keys.
+                ahead = before is not None and (before[0] is None or keys is None or before[0].isdisjoint(keys))
                 previous = None if before is None else before[1]
                 task = pool.submit(
                     _write_in_turn, write_batch, write_ahead if ahead else None, batch, mode, previous, turn

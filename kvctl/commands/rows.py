@@ -120,6 +120,7 @@ def _put_file(
                         source="stdin" if path == "-" else path,
                         progress=tally.progress(update),
                         ttl=seconds,
+                        distinct=mode != "insert" and distinct == spool.count,
                     )
             finally:
                 finish()
