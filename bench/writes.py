@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import psycopg  # noqa: E402
+import rocksdict  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 import spi  # noqa: E402
@@ -477,7 +478,73 @@ def run_rocksdb(root: Path, n_rows: int, n_ops: int, n_load: int) -> list[Figure
             figures.append(Figure("rocksdb point read", *paired_best(rate_of(kv_reads), rate_of(raw_gets)), 0.3))
         finally:
             raw.close()
-    return [*figures, *_rocksdb_load_and_scan(root, n_load)]
+    return [*figures, _rocksdb_delete_range(root, n_rows), *_rocksdb_load_and_scan(root, n_load)]
+
+
+def _rocksdb_delete_range(root: Path, n_rows: int) -> Figure:
+    """``delete_range(where=g2 < 50)`` (half the rows; g2 is not indexed) against the
+    same work done on the raw database: every stored row read and its value decoded
+    (msgspec) to test g2, and the keys of those that match deleted in write batches
+    of bench/rocksdb.py's size. Each run starts from a fresh copy of the rows."""
+    import msgspec
+
+    spec = rocks_bench.PLAIN
+    kv_path, raw_path = root / "delete-kv", root / "delete-raw"
+    rocks_bench._provider_load(kv_path, spec, list(rocks_bench.rows(n_rows)))
+    stored, _ = rocks_bench._stored(kv_path)
+    batches = rocks_bench._raw_batches([stored])
+    g2 = 1 + spec.columns.index("g2")  # the stored value: [head, *columns]
+    half = sum(1 for r in rocks_bench.rows(n_rows) if r["g2"] < rocks_bench.GROUPS // 2)
+    provider: list[Any] = []
+    raw_db: list[Any] = []
+
+    def fresh_kv() -> None:
+        for p in provider:
+            p.close()
+        shutil.rmtree(kv_path, ignore_errors=True)
+        rocks_bench._provider_load(kv_path, spec, list(rocks_bench.rows(n_rows)))
+        provider[:] = [spi.connect(f"rocksdb://{kv_path}")]
+
+    def fresh_raw() -> None:
+        for db in raw_db:
+            db.close()
+        shutil.rmtree(raw_path, ignore_errors=True)
+        rocks_bench._raw_load(raw_path, batches, n_rows)
+        raw_db[:] = [rocks_bench._raw_open(raw_path)]
+
+    def counted(n: int, what: str) -> int:
+        if n != half:
+            raise AssertionError(f"{what} touched {n} rows, not {half}")
+        return n
+
+    def kv_delete() -> int:
+        where = spi.col("g2") < rocks_bench.GROUPS // 2
+        return counted(provider[0].table(spec.name).delete_range(where=where), "delete_range")
+
+    def raw_delete() -> int:
+        raw = raw_db[0]
+        decode, limit, deleted = msgspec.msgpack.decode, rocks_bench.GROUPS // 2, 0
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for key, value in raw.items():
+            if decode(value)[g2] < limit:
+                batch.delete(key)
+                deleted += 1
+                if deleted % rocks_bench.BATCH == 0:
+                    raw.write(batch)
+                    batch = rocksdict.WriteBatch(raw_mode=True)
+        raw.write(batch)
+        return counted(deleted, "raw delete")
+
+    try:
+        figure = Figure(
+            "rocksdb delete_range 50%", best_fresh(fresh_kv, kv_delete), best_fresh(fresh_raw, raw_delete), 0.5
+        )
+    finally:
+        for p in provider:
+            p.close()
+        for db in raw_db:
+            db.close()
+    return figure
 
 
 def _rocksdb_load_and_scan(root: Path, n_load: int) -> list[Figure]:

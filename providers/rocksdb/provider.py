@@ -65,6 +65,9 @@ class _RocksSession(StoreSession):
             return chunked(self.values(lo, hi, reverse), first)
         return self._forwards("values", lo, hi, first)
 
+    def item_chunks(self, lo: bytes, hi: bytes | None, first: int) -> Iterator[list[tuple[bytes, bytes]]]:
+        return self._forwards("items", lo, hi, first)
+
     def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
         return self._forwards("keys", lo, hi)
 

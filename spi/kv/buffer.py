@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import weakref
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +66,7 @@ class WriteBuffer:
         # Runs of a load: keys strictly increasing, each run's key range holding no
         # other buffered key; kept as lists (no dict insert, no sort at commit) until
         # a read or write that may touch their range merges them into ``_writes``.
-        self._runs: list[tuple[list[bytes], list[bytes]]] = []
+        self._runs: list[tuple[list[bytes], list[bytes | None]]] = []
         self._sorted: SortedList | None = None
         self._range_deletes: list[tuple[bytes, bytes]] = []
         self._last: tuple[list[bytes], list[bytes]] | None = None  # see append_last
@@ -177,6 +177,14 @@ class WriteBuffer:
             return self._session.value_chunks(lo, hi, reverse, first)
         return chunked(self.values(lo, hi, reverse), first)
 
+    def item_chunks(self, lo: bytes, hi: bytes | None, first: int) -> Iterator[list[tuple[bytes, bytes]]]:
+        """The items of :meth:`iterate` (forwards) in lists (see
+        :meth:`StoreSession.item_chunks`)."""
+        self._settle()
+        if not self._writes:
+            return self._session.item_chunks(lo, hi, first)
+        return chunked(self.iterate(lo, hi), first)
+
     def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
         """The keys of :meth:`iterate` (straight from the store when nothing is buffered)."""
         self._settle()
@@ -192,7 +200,7 @@ class WriteBuffer:
             self._sorted.add(key)
         self._writes[key] = value
 
-    def put_many(self, keys: list[bytes], values: Iterable[bytes], *, ordered: bool = False) -> None:
+    def put_many(self, keys: list[bytes], values: Iterable[bytes | None], *, ordered: bool = False) -> None:
         """Buffer the writes of ``values`` under ``keys`` (bulk loads); ``ordered``: the
         keys are strictly increasing, so a load's run of them into a buffer without
         other writes is kept as it is, in order, for the commit."""
@@ -315,7 +323,7 @@ class WriteBuffer:
             self._sorted = SortedList(self._writes)
         return self._sorted
 
-    def iterate(self, lo: bytes, hi: bytes | None, reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
+    def iterate(self, lo: bytes, hi: bytes | None, reverse: bool = False) -> Generator[tuple[bytes, bytes]]:
         """Items in ``[lo, hi)`` merged with this transaction's writes."""
         self._settle()
         base = self._session.iterate(lo, hi, reverse)

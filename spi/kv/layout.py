@@ -133,7 +133,9 @@ class Layout:
         while its view is open (a page, a one-off read; the clock is read at the
         first row that expires, so a point read of a row without expiry reads none).
         ``read_all(chunks, clock)``: every row of ``read_rows``, for values read
-        already (nothing to check between rows)."""
+        already (nothing to check between rows). ``positions(chunk, now)``: where in
+        the list of stored values ``chunk`` the rows of ``read_rows`` are (not expired
+        at ``now``, in microseconds), no row built (a range delete's)."""
         if where is None:
             return self._plain
         readers = self._readers.get(where)
@@ -291,6 +293,7 @@ Readers = tuple[
     RowReader,
     Callable[[Iterable[list[bytes]], "int | None", Clock], list[Row]],
     Callable[[Iterable[list[bytes]], Clock], Iterator[Row]],
+    Callable[[list[bytes], int], list[int]],
 ]
 """See :meth:`Layout.readers`."""
 
@@ -348,6 +351,7 @@ def _generated_reader(
         return f"v = r.head\nif v.__class__ is not int:\n{first}    if v[1] <= now:\n        continue\n{test}{whole}"
 
     row_source, row_lazy = row_of(False), row_of(True)
+    row_of_test = f"v = r.head\nif v.__class__ is not int and v[1] <= now:\n    continue\n{test}"
     # A chunk's stored values decode in one call, behind a msgpack array header.
     decoded = "decode(array_head(len(chunk)) + join(chunk))"
     loop = f"for data, r in zip(chunk, {decoded}):" if probing else f"for r in {decoded}:"
@@ -388,6 +392,13 @@ def _generated_reader(
         f"        {loop}\n"
         f"{indent(row_source, ' ' * 12)}"
         f"            yield r\n"
+        f"def positions(chunk, now):\n"
+        f"    found = []\n"
+        f"    append = found.append\n"
+        f"    for i, r in enumerate({decoded}):\n"
+        f"{indent(row_of_test, ' ' * 8)}"
+        f"        append(i)\n"
+        f"    return found\n"
     )
     namespace: dict[str, Any] = {
         **names,
@@ -401,7 +412,7 @@ def _generated_reader(
         "now_micros": now_micros,
     }
     exec(body, namespace)
-    return namespace["read_rows"], namespace["read_list"], namespace["read_all"]
+    return namespace["read_rows"], namespace["read_list"], namespace["read_all"], namespace["positions"]
 
 
 @functools.lru_cache(maxsize=64)

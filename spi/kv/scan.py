@@ -81,6 +81,39 @@ class Scanner:
         chunks = self._buffer.value_chunks(lo, hi, plan.descending, _first_chunk(request.limit))
         return self._layout.readers(plan.residual)[1](chunks, request.limit, self._buffer.clock)
 
+    def stored_matches(self, request: ScanRequest, chunk: int) -> Iterator[list[tuple[bytes, bytes, list[Any]]]] | None:
+        """The live rows in the key range of ``request`` that match its ``where``, as
+        stored: chunks of about ``chunk`` ``(store key, stored bytes, unpacked value)``
+        in key order, tested a chunk of the store's at a time without building a row
+        (:meth:`~spi.kv.layout.Layout.readers`); a chunk's rows may be written before
+        the next is read. None when the request's plan is not a key-range read (an
+        index, or another order)."""
+        plan = plan_scan(self.spec, request.key_range, request.where)
+        if plan.index is not None or plan.order_by is not None:
+            return None
+        return self._stored_matches(plan, chunk)
+
+    def _stored_matches(self, plan: Plan, chunk: int) -> Iterator[list[tuple[bytes, bytes, list[Any]]]]:
+        bounds = None if plan.empty else self._key_bounds(plan.key_range, False, None)
+        if bounds is None:
+            return
+        lo, hi = bounds
+        tx, positions = self._buffer, self._layout.readers(plan.residual)[3]
+        now = now_micros(tx.clock)
+        found: list[tuple[bytes, bytes, list[Any]]] = []
+        # The store's chunks are read past the rows written meanwhile (the buffer's
+        # view merges its own writes chunk by chunk), so one pass reads them all.
+        for part in tx.item_chunks(lo, hi, chunk):
+            if tx.ended:
+                raise ended_error()
+            values = [data for _, data in part]
+            found += [(part[i][0], values[i], _unpack(values[i])) for i in positions(values, now)]
+            if len(found) >= chunk:
+                yield found
+                found = []
+        if found:
+            yield found
+
     def stored_page(
         self, key_range: ResolvedRange, descending: bool, after: bytes | None, size: int
     ) -> tuple[list[bytes], bytes | None]:

@@ -76,6 +76,11 @@ class StoreSession(ABC):
         when asked for (stores may hand the lists they fetch in)."""
         return chunked(self.values(lo, hi, reverse), first)
 
+    def item_chunks(self, lo: bytes, hi: bytes | None, first: int) -> Iterator[list[tuple[bytes, bytes]]]:
+        """The items of :meth:`iterate` in key order, in lists (see :func:`chunked`),
+        each fetched when asked for (stores may hand the lists they fetch in)."""
+        return chunked(self.iterate(lo, hi, False), first)
+
     def keys(self, lo: bytes, hi: bytes | None) -> Iterator[bytes]:
         """The keys of :meth:`iterate`, in order (stores may skip fetching the values)."""
         return (k for k, _ in self.iterate(lo, hi, False))

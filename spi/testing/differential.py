@@ -210,6 +210,12 @@ _OPS = st.one_of(
     ),
     st.tuples(st.just("txn"), st.lists(st.tuples(_key(), _changes(allow_bad=False)), max_size=3), st.booleans()),
     st.tuples(
+        st.just("txn_delete_range"),
+        st.lists(st.tuples(_key(), _changes(allow_bad=False)), max_size=3),
+        _range(),
+        _where(),
+    ),
+    st.tuples(
         st.just("load_kept"),
         st.lists(st.tuples(_key(), _changes(), _KEPT_VERSION), max_size=6),
         st.sampled_from(["upsert", "insert", "replace"]),
@@ -322,6 +328,14 @@ def _apply(p: Any, op: tuple[Any, ...]) -> Any:
             return p.run(body)
         except _Rollback:
             return "rolled back"
+    if kind == "txn_delete_range":  # a range delete that meets the transaction's own writes
+
+        def upserts_then_delete(tx: Any) -> tuple[list[int], int, list[Any]]:
+            t = tx.table("t")
+            versions = [t.upsert({**k, **c}) for k, c in op[1]]
+            return versions, t.delete_range(op[2], where=op[3]), list(t.scan())
+
+        return p.run(upserts_then_delete)
     raise AssertionError(kind)
 
 
