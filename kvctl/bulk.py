@@ -33,8 +33,8 @@ import spi
 from kvctl import headers
 from kvctl.errors import UNAVAILABLE, CliError, NotDone, no_room
 from kvctl.inputs import InputError, TextOptions, choose_format, coerce, open_input, read_header, read_records
-from spi.load import ValidatedRows
 from spi.types import describe
+from spi.validated import ValidatedRows
 
 
 @contextlib.contextmanager
@@ -202,7 +202,7 @@ class ArrowSpool:
 
     def rows(self, *, distinct: bool = False) -> Iterable[dict[str, Any]]:
         """Every row from the start, as a dict of its columns; rows of every column of
-        the spec come as :class:`spi.load.ValidatedRows` (the load need not check them
+        the spec come as :class:`spi.validated.ValidatedRows` (the load need not check them
         again; ``distinct``: no two share a key, as :meth:`distinct_keys` found)."""
         columns = self._spec.columns
         if set(self._schema.names) == set(columns):

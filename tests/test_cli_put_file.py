@@ -2,7 +2,7 @@
 column in C must give exactly the values and errors of the row-by-row reference
 (:func:`spi.textvalues.parse_field`), errors must name the line a record starts on
 wherever it lies in the file, and complete rows reach the load as
-:class:`spi.load.ValidatedRows`."""
+:class:`spi.validated.ValidatedRows`."""
 
 from __future__ import annotations
 
@@ -253,7 +253,7 @@ def test_insert_of_a_taken_key_names_its_line(kv: Kvctl, tmp_path: Path) -> None
 
 
 def test_validated_rows_are_validated_again_for_another_spec() -> None:
-    from spi.load import ValidatedRows
+    from spi.validated import ValidatedRows
 
     provider = spi.connect("memory://")
     provider.admin.create(spi.TableSpec("v", [spi.Field("k", "long"), spi.Field("n", "int")], ["k"]))
@@ -274,7 +274,7 @@ def test_validated_columns_load_whatever_their_batches_lengths(tmp_path: Path, u
     """Column batches of uneven lengths (what a file's blocks give) load as the rows
     they hold, taken ``batch_size`` at a time across the batches' edges; an insert of
     a key twice names the row, counted across batches."""
-    from spi.load import ValidatedRows
+    from spi.validated import ValidatedRows
 
     spec = spi.TableSpec("v", [spi.Field("k", "long"), spi.Field("s", "string")], ["k"], indexes=["s"])
     batches = [[[0, 1, 2], ["a", "b", "c"]], [[3], ["d"]], [[], []], [[4, 5, 6, 7, 8], ["e", "f", "g", "h", "i"]]]

@@ -22,9 +22,9 @@ import spi
 from providers.postgres import load
 from providers.postgres.copy_arrow import copy_data, int8_field
 from spi.arrow import arrow_schema, columns_to_batch
-from spi.load import ValidatedRows
 from spi.types import FieldType, values_equal
 from spi.validate import validate_row
+from spi.validated import ValidatedRows
 
 UTC = dt.UTC
 SPEC = spi.TableSpec(

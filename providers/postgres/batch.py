@@ -7,7 +7,7 @@ COPY sends: its values in column order, then version 1. No dict per row is built
 then taken apart again. Any other row (a partial upsert row, a mapping that is not a
 dict, an unknown column) goes through :func:`spi.validate.validate_row`, so results
 and errors are exactly those of the default preparer. Rows validated already
-(:class:`spi.load.ValidatedRows`) become COPY tuples as they are.
+(:class:`spi.validated.ValidatedRows`) become COPY tuples as they are.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from typing import Any, cast
 
 from spi.errors import KvError
 from spi.keys import key_of
-from spi.load import ArrowRows, ColumnFeed, LoadPreparer
+from spi.load import LoadPreparer
 from spi.spec import TableSpec
 from spi.validate import validate_row, value_checks
+from spi.validated import ArrowRows, ColumnFeed
 
 Taken = tuple[Any, ...] | dict[str, Any]
 """A validated row: a COPY tuple ``(*values in column order, 1)`` when complete, else
@@ -123,9 +124,9 @@ class PgLoadPreparer(LoadPreparer):
         return taken
 
     def take_validated(self, feed: ColumnFeed, n: int) -> Sequence[Any]:
-        """Up to ``n`` rows of a :class:`spi.load.ValidatedRows` as COPY tuples (every
+        """Up to ``n`` rows of a :class:`spi.validated.ValidatedRows` as COPY tuples (every
         column, then version 1), without validating them again; Arrow's as they are
-        (:class:`spi.load.ArrowRows`)."""
+        (:class:`spi.validated.ArrowRows`)."""
         if feed.arrow:
             batch = feed.take_arrow(n)
             return [] if batch is None else ArrowRows(batch)

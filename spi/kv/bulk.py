@@ -24,10 +24,11 @@ import msgspec
 from spi.codec import column_encoder, key_column_encoder, key_encoder, nullable_encoder, to_micros
 from spi.errors import KvError
 from spi.keys import key_of
-from spi.load import ColumnFeed, ColumnRows, LoadPreparer
+from spi.load import LoadPreparer
 from spi.spec import TableSpec
 from spi.types import FieldType, size_limit
 from spi.validate import validate_row
+from spi.validated import ColumnFeed, ColumnRows
 
 _SIGN = 1 << 63
 
@@ -149,7 +150,7 @@ class KvLoadPreparer(LoadPreparer):
         return [row.copy() if type(row) is dict else _snapshot(row) for row in islice(rows, n)]
 
     def take_validated(self, feed: ColumnFeed, n: int) -> Sequence[Any]:
-        """Up to ``n`` rows of a :class:`spi.load.ValidatedRows`, kept as the columns
+        """Up to ``n`` rows of a :class:`spi.validated.ValidatedRows`, kept as the columns
         they are (:meth:`prepare` encodes them without checking them again)."""
         if self._names != self.spec.columns:
             return super().take_validated(feed, n)
