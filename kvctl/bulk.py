@@ -33,6 +33,7 @@ import spi
 from kvctl import headers
 from kvctl.errors import UNAVAILABLE, CliError, NotDone, no_room
 from kvctl.inputs import InputError, TextOptions, choose_format, coerce, open_input, read_header, read_records
+from spi.arrow import arrow_columns
 from spi.types import describe
 from spi.validated import ValidatedRows
 
@@ -208,7 +209,7 @@ class ArrowSpool:
         if set(self._schema.names) == set(columns):
             return ValidatedRows(self._spec, self._batches(columns), arrow=True, distinct_keys=distinct)
         names = self._schema.names
-        return (dict(zip(names, values)) for batch in self._batches(names) for values in zip(*_columns(batch)))
+        return (dict(zip(names, values)) for batch in self._batches(names) for values in zip(*arrow_columns(batch)))
 
     def distinct_keys(self) -> int:
         """How many distinct keys the rows have. Up to :data:`DISTINCT_AT_ONCE` rows their
@@ -285,13 +286,6 @@ def _partitions(batch: Any, parts: int) -> Iterator[Any]:
     part = pc.bit_wise_and(hashes, parts - 1)
     for i in range(parts):
         yield batch.filter(pc.equal(part, i))
-
-
-def _columns(batch: Any) -> list[list[Any]]:
-    """The columns of a typed record batch as lists of spi values."""
-    from spi.arrow import arrow_columns  # lazy: pyarrow is heavy
-
-    return arrow_columns(batch)
 
 
 def _line_of(source: Input, kind: str, index: int) -> int | None:
@@ -405,9 +399,9 @@ def load(
     distinct: bool = False,
 ) -> int:
     """Pass 2: load the spooled rows in batches (expiring after ``ttl`` seconds, None:
-    the table's ttl; ``distinct``: no two rows share a key); an error about a row names its input line (a failure of the
-    store names none), and says so when nothing was written (``progress`` counts
-    what was: :mod:`kvctl.partway`)."""
+    the table's ttl; ``distinct``: no two rows share a key); an error about a row
+    names its input line (a failure of the store names none), and says so when
+    nothing was written (``progress`` counts what was: :mod:`kvctl.partway`)."""
     if "pyarrow" in sys.modules:  # pass 1 parsed with Arrow, whose allocator keeps freed pages for reuse:
         sys.modules["pyarrow"].default_memory_pool().release_unused()  # give them back (130 MB at 10M rows)
     rows = spool.rows(distinct=distinct)

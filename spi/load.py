@@ -6,7 +6,8 @@ row into a dict as it is read; a provider may instead copy rows as they are read
 and validate and encode a whole batch at once (:mod:`spi.kv.bulk`). A load that
 keeps versions (``keep_versions=True``) reads each row's version as it takes the
 row (:class:`_VersionReader`) and hands the batch's versions to the writer. Rows
-already validated by the caller (:class:`spi.validated.ValidatedRows`) are not validated again.
+already validated by the caller (:class:`spi.validated.ValidatedRows`) are not
+validated again.
 A provider whose writer mostly waits on a server may write the next batch alongside
 the current one (an :data:`AheadWriter`); batches still commit in input order
 (:func:`_pipelined`). A batch the store refuses for its size

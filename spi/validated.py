@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, repeat
 from typing import Any, overload
 
+from spi.arrow import arrow_columns
 from spi.spec import TableSpec
 
 
@@ -40,7 +41,7 @@ class ValidatedRows:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         names = self.spec.columns
         for batch in self.batches:
-            columns = _as_columns(batch) if self.arrow else batch
+            columns = arrow_columns(batch) if self.arrow else batch
             yield from map(dict, map(zip, repeat(names), zip(*columns)))
 
 
@@ -61,7 +62,7 @@ class ColumnFeed:
         """The columns of the next ``n`` rows (fewer at the end; none once it is reached)."""
         if self.arrow:
             batch = self.take_arrow(n)
-            return [[] for _ in range(self._width)] if batch is None else _as_columns(batch)
+            return [[] for _ in range(self._width)] if batch is None else arrow_columns(batch)
         parts = self._parts(n)
         if not parts:
             return [[] for _ in range(self._width)]
@@ -108,12 +109,6 @@ class ColumnFeed:
         return parts
 
 
-def _as_columns(batch: Any) -> list[list[Any]]:
-    from spi.arrow import arrow_columns  # lazy: pyarrow is heavy
-
-    return arrow_columns(batch)
-
-
 class ColumnRows(Sequence[tuple[Any, ...]]):
     """Rows held as their columns (one list per column): what a preparer that encodes
     column by column takes of a :class:`ValidatedRows`. Indexed or iterated, rows are
@@ -158,7 +153,7 @@ class ArrowRows(Sequence[tuple[Any, ...]]):
     def columns(self) -> list[list[Any]]:
         """The columns as lists of spi values."""
         if self._columns is None:
-            self._columns = _as_columns(self.batch)
+            self._columns = arrow_columns(self.batch)
         return self._columns
 
     def __len__(self) -> int:
@@ -183,6 +178,6 @@ class ArrowRows(Sequence[tuple[Any, ...]]):
     def key_set(self, key: Sequence[str]) -> set[tuple[Any, ...]]:
         """The distinct tuples of the ``key`` columns (only those are converted)."""
         if self._columns is None:
-            return set(zip(*_as_columns(self.batch.select(list(key)))))
+            return set(zip(*arrow_columns(self.batch.select(list(key)))))
         names = self.batch.schema.names
         return set(zip(*(self._columns[names.index(k)] for k in key)))

@@ -15,7 +15,7 @@ import spi
 from providers.rocksdb.handle import handle_for
 from spi.codec import encode_key, encode_nullable
 from spi.errors import KvError, ProviderUnavailableError, UrlError
-from spi.kv.layout import DATA
+from spi.kv.layout import DATA, EXPIRY, INDEX, ROWS
 from spi.types import FieldType
 
 ACCOUNTS = spi.TableSpec(
@@ -89,6 +89,32 @@ def test_drop_removes_every_key(url: str, tmp_path: Path) -> None:
     finally:
         db.close()
     assert len(data_keys) == 2  # only the row of "keep" and its row counter
+
+
+def test_a_range_delete_leaves_no_index_or_expiry_entry_of_its_rows(url: str, tmp_path: Path) -> None:
+    """``delete_range`` deletes rows by the keys it read them under: each one's index
+    and expiry entries go with it, inside a transaction over its own writes too."""
+    with spi.connect(url) as p:
+        p.admin.create(ACCOUNTS)
+        t = p.table("acct")
+        t.load(({"k": i, "bal": i, "tag": f"t{i % 7}"} for i in range(3000)), ttl=3600)
+        assert t.delete_range(where=spi.col("bal") >= 1500) == 1500
+
+        def more(tx: Any) -> int:
+            tx.table("acct").upsert({"k": 5000, "bal": 5000, "tag": "new"}, ttl=60)
+            return int(tx.table("acct").delete_range(where=spi.col("bal") > 1000))
+
+        assert p.run(more) == 500
+        assert t.count() == 1001 and t.count(where=spi.col("tag") == "t3") == 143
+    db = _raw(str(tmp_path / "db"))
+    try:
+        kinds: dict[bytes, int] = {}
+        for k in db.keys(from_key=DATA):
+            if k.startswith(DATA):
+                kinds[k[5:6]] = kinds.get(k[5:6], 0) + 1
+    finally:
+        db.close()
+    assert kinds[ROWS] == kinds[INDEX] == kinds[EXPIRY] == 1001  # one entry of each kind per row left
 
 
 def test_verify_reports_real_corruption(url: str, tmp_path: Path) -> None:

@@ -5,9 +5,10 @@ for null) and the value's bytes, big-endian. Each column becomes one binary arra
 its fields (a fixed-width value's bytes are its little-endian buffer read as
 fixed-size binary and reversed; a string's or bytes' length comes first), the
 lengths and values of a row are joined by one ``binary_join_element_wise`` (a null
-has the length -1 and no bytes; a length every value shares is one scalar), and the joined array's data buffer is the COPY data as it is: no
-Python object per value, and no copy of it but Arrow's own. The kernels release the
-GIL, so a batch is encoded while another thread reads or sends.
+has the length -1 and no bytes; a length every value shares is one scalar), and the
+joined array's data buffer is the COPY data as it is: no Python object per value,
+and no copy of it but Arrow's own. The kernels release the GIL, so a batch is
+encoded while another thread reads or sends.
 
 Only the types of :func:`spi.arrow.arrow_schema` are encoded (every spi field type);
 any other Arrow type makes :func:`copy_data` return None, and the caller sends

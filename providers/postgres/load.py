@@ -75,7 +75,7 @@ def load_batch(
         if copied:
             return
         try_new = copied is None  # False: a key of the batch is taken, or repeated in it
-    if batch.spec is not spec and (batch.spec != spec or batch.spec.columns != spec.columns):
+    if not _prepared_for(spec, batch):
         batch = _revalidated(spec, batch)
     keys = batch.keys()
     groups = list(batch.groups(mode))
@@ -136,7 +136,7 @@ def load_new(
         if copied is not None:
             return copied
     tx, spec, target = table.session, table.spec, table.sql_table
-    if batch.spec is not spec and (batch.spec != spec or batch.spec.columns != spec.columns):
+    if not _prepared_for(spec, batch):
         batch = _revalidated(spec, batch)
     keys = batch.keys()
     groups = list(batch.groups(mode))
@@ -178,6 +178,11 @@ class _MetExpired(Exception):
 def _span(batch: LoadBatch, keys: list[Any]) -> ResolvedRange:
     """The key range from the smallest to the largest of ``keys``."""
     return ResolvedRange(batch.key_tuple(min(keys)), True, batch.key_tuple(max(keys)), True)
+
+
+def _prepared_for(spec: TableSpec, batch: LoadBatch) -> bool:
+    """Whether ``batch`` was validated for ``spec`` as it is (else the table changed since)."""
+    return batch.spec is spec or (batch.spec == spec and batch.spec.columns == spec.columns)
 
 
 def _revalidated(spec: TableSpec, batch: LoadBatch) -> LoadBatch:
@@ -270,7 +275,7 @@ def _copied_arrow(table: LoadTarget, batch: LoadBatch, expires: dt.datetime | No
     repeated, else False (nothing written); None when it cannot go this way (it came
     as rows, for another spec, or its types have no encoding there)."""
     spec = table.spec
-    if batch.arrow is None or not (batch.spec is spec or (batch.spec == spec and batch.spec.columns == spec.columns)):
+    if batch.arrow is None or not _prepared_for(spec, batch):
         return None
     trailing = int8_field(1) + (b"" if expires is None else timestamp_field(to_micros(expires)))
     names, types = _layout(spec, spec.columns, expiring=expires is not None)

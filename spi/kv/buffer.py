@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import weakref
 from bisect import bisect_left
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -323,7 +323,7 @@ class WriteBuffer:
             self._sorted = SortedList(self._writes)
         return self._sorted
 
-    def iterate(self, lo: bytes, hi: bytes | None, reverse: bool = False) -> Generator[tuple[bytes, bytes]]:
+    def iterate(self, lo: bytes, hi: bytes | None, reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
         """Items in ``[lo, hi)`` merged with this transaction's writes."""
         self._settle()
         base = self._session.iterate(lo, hi, reverse)
