@@ -170,6 +170,36 @@ def _waits_for_more(pid: int, writer: int) -> bool:
     return unread == 0 and "pipe_read" in wchan
 
 
+_CTRL_C_WHILE_STARTING = """
+import os, signal, sys
+
+class CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == "spi.types.booleans":  # deep in the imports before the app takes over
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+sys.argv = ["kvctl", *sys.argv[1:]]
+from kvctl.cli import main
+main()
+"""
+
+
+def test_ctrl_c_while_starting_is_one_line_and_130(url: str) -> None:
+    """A real SIGINT that lands while the command's modules are still being imported
+    (before the app handles Ctrl-C) ends like any interrupt: one line, exit 130, no
+    traceback."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_WHILE_STARTING, "--url", url, "count", "orders"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (130, "", "error: interrupted\n")
+
+
 def test_interrupt_exits_130(url: str, tmp_path: Path) -> None:
     import signal
 
